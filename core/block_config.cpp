@@ -1,0 +1,168 @@
+#include "core/block_config.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+
+namespace ts {
+
+int64_t BlockConfig::tokens() const {
+  int64_t s = 0;
+  for (const auto& seg : segments) s += seg.length;
+  return s;
+}
+
+int64_t BlockConfig::video_tokens() const { return grid_t * grid_h * grid_w; }
+
+void BlockConfig::validate(const std::string& where) const {
+  auto fail = [&](const std::string& msg) { throw InputError(where + ": " + msg); };
+  auto positive = [&](int64_t v, const char* name) {
+    if (v <= 0) fail(std::string(name) + " must be > 0, got " + std::to_string(v));
+  };
+  positive(hidden, "hidden");
+  positive(heads, "heads");
+  positive(head_dim, "head_dim");
+  positive(ffn_hidden, "ffn_hidden");
+  positive(grid_t, "grid_t");
+  positive(grid_h, "grid_h");
+  positive(grid_w, "grid_w");
+  if (head_dim % 2) fail("head_dim must be even, got " + std::to_string(head_dim));
+  if (rope_rot_dims < 0 || rope_rot_dims % 2 || rope_rot_dims > head_dim)
+    fail("rope_rot_dims must be even and <= head_dim (" + std::to_string(head_dim) + "), got " +
+         std::to_string(rope_rot_dims));
+  if (rope_rot_dims % 6 || rope_freqs_per_axis != rope_rot_dims / 6)
+    fail("rope_freqs_per_axis must equal rope_rot_dims / 6 (rope_rot_dims " +
+         std::to_string(rope_rot_dims) + ", rope_freqs_per_axis " +
+         std::to_string(rope_freqs_per_axis) + ")");
+  if (qkv_layout != "BSHD") fail("qkv_layout must be BSHD in schema v1, got '" + qkv_layout + "'");
+  if (!(softmax_scale > 0) || !std::isfinite(softmax_scale))
+    fail("softmax_scale must be a finite positive number");
+  if (!(rms_eps > 0)) fail("rms_eps must be > 0");
+  if (!(rope_theta > 0)) fail("rope_theta must be > 0");
+  if (segments.empty()) fail("segments is empty");
+  int64_t expect = 0, video = 0;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const auto& s = segments[i];
+    const std::string id = "segment " + std::to_string(i) + " '" + s.name + "'";
+    if (s.length <= 0) fail(id + " has length " + std::to_string(s.length));
+    if (s.start < expect)
+      fail(id + " overlaps the previous segment (starts at " + std::to_string(s.start) +
+           ", previous ends at " + std::to_string(expect) + ")");
+    if (s.start > expect)
+      fail(id + " leaves a gap (starts at " + std::to_string(s.start) + ", expected " +
+           std::to_string(expect) + ")");
+    expect = s.end();
+    if (s.video) video += s.length;
+  }
+  if (video != video_tokens())
+    fail("video segments hold " + std::to_string(video) + " tokens but grid_t*grid_h*grid_w = " +
+         std::to_string(video_tokens()));
+  if (token_order != "thw" && token_order.rfind("tile:", 0) != 0)
+    fail("token_order must be 'thw' or 'tile:TTxTHxTW', got '" + token_order + "'");
+}
+
+int64_t BlockConfig::frame_of_token(int64_t s) const {
+  int64_t offset = 0;
+  for (const auto& seg : segments) {
+    if (s >= seg.start && s < seg.end()) {
+      if (!seg.video) return -1;
+      const int64_t v = offset + (s - seg.start);  // index among video tokens
+      const int64_t per_frame = grid_h * grid_w;
+      if (token_order.rfind("tile:", 0) == 0) {
+        int tt = 1, th = 1, tw = 1;
+        if (std::sscanf(token_order.c_str(), "tile:%dx%dx%d", &tt, &th, &tw) != 3 || tt <= 0 ||
+            th <= 0 || tw <= 0)
+          throw InputError("token_order '" + token_order + "' is not tile:TTxTHxTW");
+        const int64_t tile = int64_t(tt) * th * tw;
+        const int64_t tiles_h = (grid_h + th - 1) / th, tiles_w = (grid_w + tw - 1) / tw;
+        const int64_t tile_idx = v / tile;
+        const int64_t tile_t = tile_idx / (tiles_h * tiles_w);
+        return std::min(grid_t - 1, tile_t * tt + (v % tile) / (int64_t(th) * tw));
+      }
+      return std::min(grid_t - 1, v / per_frame);
+    }
+    if (seg.video) offset += seg.length;
+  }
+  return -1;
+}
+
+std::string segments_to_json(const std::vector<Segment>& segs) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& s : segs)
+    j.push_back({{"name", s.name}, {"kind", s.video ? "video" : "cond"}, {"start", s.start},
+                 {"length", s.length}});
+  return j.dump();
+}
+
+std::vector<Segment> segments_from_json(const std::string& text, const std::string& where) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    throw InputError(where + ": segments is not valid JSON");
+  }
+  if (!j.is_array()) throw InputError(where + ": segments must be a JSON array");
+  std::vector<Segment> out;
+  for (size_t i = 0; i < j.size(); ++i) {
+    const auto& e = j[i];
+    const std::string at = where + ": segments[" + std::to_string(i) + "]";
+    if (!e.is_object()) throw InputError(at + " must be an object");
+    for (auto it = e.begin(); it != e.end(); ++it)
+      if (it.key() != "name" && it.key() != "kind" && it.key() != "start" && it.key() != "length")
+        throw InputError(at + " has unknown key '" + it.key() + "'");
+    if (!e.contains("name") || !e["name"].is_string())
+      throw InputError(at + ".name must be a string");
+    if (!e.contains("kind") || !e["kind"].is_string() ||
+        (e["kind"] != "video" && e["kind"] != "cond"))
+      throw InputError(at + ".kind must be \"video\" or \"cond\"");
+    if (!e.contains("start") || !e["start"].is_number_integer())
+      throw InputError(at + ".start must be an integer");
+    if (!e.contains("length") || !e["length"].is_number_integer())
+      throw InputError(at + ".length must be an integer");
+    out.push_back({e["name"].get<std::string>(), e["kind"] == "video", e["start"].get<int64_t>(),
+                   e["length"].get<int64_t>()});
+  }
+  return out;
+}
+
+namespace {
+BlockConfig make(int64_t t, int64_t h, int64_t w, std::vector<std::pair<std::string, int64_t>> cond,
+                 int64_t M, int64_t H, int64_t D, int64_t F, int64_t rot) {
+  BlockConfig c;
+  c.hidden = M;
+  c.heads = H;
+  c.head_dim = D;
+  c.ffn_hidden = F;
+  c.grid_t = t;
+  c.grid_h = h;
+  c.grid_w = w;
+  c.segments.push_back({"video", true, 0, t * h * w});
+  int64_t at = t * h * w;
+  for (auto& [name, n] : cond) {
+    c.segments.push_back({name, false, at, n});
+    at += n;
+  }
+  c.rope_rot_dims = rot;
+  c.rope_freqs_per_axis = rot / 6;
+  c.softmax_scale = 1.0 / std::sqrt(static_cast<double>(D));
+  return c;
+}
+}  // namespace
+
+std::vector<std::string> preset_names() { return {"tiny", "ci", "medium", "block24"}; }
+
+BlockConfig preset_config(const std::string& name) {
+  // Conditioning splits keep block24's 414 audio + 100 text proportions.
+  if (name == "tiny") return make(2, 4, 8, {{"audio", 4}, {"text", 4}}, 64, 2, 32, 128, 24);
+  if (name == "ci") return make(4, 12, 16, {{"audio", 48}, {"text", 16}}, 512, 4, 128, 1024, 96);
+  if (name == "medium")
+    return make(8, 24, 42, {{"audio", 414}, {"text", 100}}, 1344, 14, 128, 3584, 96);
+  if (name == "block24")
+    return make(37, 24, 42, {{"audio", 414}, {"text", 100}}, 5376, 56, 128, 14336, 96);
+  throw InputError("unknown preset '" + name + "' (expected tiny, ci, medium or block24)");
+}
+
+}  // namespace ts

@@ -1,0 +1,194 @@
+#include "gates/gate_file.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include "core/error.hpp"
+#include "gates/json_input.hpp"
+#include "gates/metrics.hpp"
+
+namespace ts {
+namespace {
+
+// Generated at configure time from gates/*.json (see the gates block in
+// CMakeLists.txt): {"sparse_acceptance", R"(...)"}, ...
+const std::pair<const char*, const char*> kBuiltin[] = {
+#include "gates/builtin_gates.inc"
+};
+
+std::string fmt(double v) {
+  std::ostringstream ss;
+  ss.precision(6);
+  ss << v;
+  return ss.str();
+}
+
+GateRule parse_rule(const nlohmann::json& j, const std::string& where, const std::string& path) {
+  json_input::ObjectReader r(j, where, path);
+  GateRule rule;
+  rule.id = r.req_string("id");
+  rule.metric = r.req_string("metric");
+  const auto& names = metric_names();
+  if (!rule.is_speed() && std::find(names.begin(), names.end(), rule.metric) == names.end()) {
+    std::string list;
+    for (const auto& n : names) list += n + ", ";
+    r.fail("metric", "unknown metric '" + rule.metric + "' (expected one of " + list + "speedup)");
+  }
+  if (auto a = r.opt_string("against")) {
+    if (*a != "baseline" && *a != "exact")
+      r.fail("against", "expected \"baseline\" or \"exact\", got \"" + *a + "\"");
+    rule.against = *a;
+  }
+  rule.min = r.opt_number("min");
+  rule.max = r.opt_number("max");
+  rule.max_ratio_to_baseline = r.opt_number("max_ratio_to_baseline");
+  if (!rule.min && !rule.max && !rule.max_ratio_to_baseline)
+    throw InputError(where + ": " + path + ": rule '" + rule.id +
+                     "' has no bound (give min, max or max_ratio_to_baseline)");
+  if (rule.min && rule.max && *rule.min > *rule.max)
+    r.fail("min", "min " + fmt(*rule.min) + " is above max " + fmt(*rule.max));
+  if (auto c = r.opt_number("confidence")) {
+    if (!rule.is_speed()) r.fail("confidence", "only a speedup rule has a confidence");
+    if (!(*c > 0.0 && *c < 1.0)) r.fail("confidence", "expected a number between 0 and 1 (exclusive)");
+    rule.confidence = *c;
+  }
+  if (rule.is_speed()) {
+    if (rule.against != "baseline") r.fail("against", "speedup is measured against the baseline only");
+    if (rule.max_ratio_to_baseline)
+      r.fail("max_ratio_to_baseline", "not meaningful for speedup (use min)");
+  }
+  if (rule.max_ratio_to_baseline) {
+    if (rule.against != "exact")
+      r.fail("max_ratio_to_baseline",
+             "needs \"against\": \"exact\" (the baseline against itself is 0)");
+    if (rule.metric == "cosine")
+      r.fail("max_ratio_to_baseline", "not meaningful for cosine (higher is better; use min)");
+    if (*rule.max_ratio_to_baseline < 0) r.fail("max_ratio_to_baseline", "must not be negative");
+  }
+  if (auto o = r.opt_bool("optional")) rule.optional = *o;
+  if (auto t = r.opt_string("tensor")) {
+    const auto& tn = gate_tensor_names();
+    if (std::find(tn.begin(), tn.end(), *t) == tn.end())
+      r.fail("tensor", "unknown tensor '" + *t + "' (expected attention, stages or a block stage name)");
+    rule.tensor = *t;
+  }
+  if (auto d = r.opt_string("description")) rule.description = *d;
+  r.finish();
+  return rule;
+}
+
+}  // namespace
+
+const std::vector<std::string>& gate_tensor_names() {
+  static const std::vector<std::string> names = {
+      "attention", "stages", "norm1", "modulate1", "qkv", "q_rope", "k_rope", "out_proj",
+      "residual1", "norm2", "modulate2", "fc1", "swiglu", "fc2", "output"};
+  return names;
+}
+
+std::string GateRule::bound_text() const {
+  std::vector<std::string> parts;
+  if (min) parts.push_back(">= " + fmt(*min));
+  if (max) parts.push_back("<= " + fmt(*max));
+  if (max_ratio_to_baseline) parts.push_back("<= " + fmt(*max_ratio_to_baseline) + " x baseline");
+  std::string s;
+  for (size_t i = 0; i < parts.size(); ++i) s += (i ? " and " : "") + parts[i];
+  return s;
+}
+
+nlohmann::json GateRule::to_json() const {
+  nlohmann::json j{{"id", id}, {"metric", metric}, {"against", against}};
+  if (min) j["min"] = *min;
+  if (max) j["max"] = *max;
+  if (max_ratio_to_baseline) j["max_ratio_to_baseline"] = *max_ratio_to_baseline;
+  if (is_speed()) j["confidence"] = confidence;
+  if (optional) j["optional"] = true;
+  if (!tensor.empty()) j["tensor"] = tensor;
+  if (!description.empty()) j["description"] = description;
+  return j;
+}
+
+nlohmann::json GateFile::to_json() const {
+  nlohmann::json j{{"schema", kGateSchema}, {"name", name}, {"baseline", baseline},
+                   {"tensor", tensor},      {"source", source}};
+  if (!description.empty()) j["description"] = description;
+  j["rules"] = nlohmann::json::array();
+  for (const auto& r : rules) j["rules"].push_back(r.to_json());
+  return j;
+}
+
+GateFile parse_gate(const std::string& text, const std::string& where) {
+  const auto j = json_input::parse(text, where);
+  json_input::ObjectReader r(j, where, "");
+  const auto schema = r.req_string("schema");
+  if (schema != kGateSchema)
+    r.fail("schema", "expected \"" + std::string(kGateSchema) + "\", got \"" + schema + "\"");
+  GateFile g;
+  g.source = where;
+  g.name = r.req_string("name");
+  if (auto d = r.opt_string("description")) g.description = *d;
+  if (auto b = r.opt_string("baseline")) {
+    if (b->empty()) r.fail("baseline", "must not be empty");
+    g.baseline = *b;
+  }
+  if (auto t = r.opt_string("tensor")) {
+    const auto& tn = gate_tensor_names();
+    if (std::find(tn.begin(), tn.end(), *t) == tn.end())
+      r.fail("tensor", "unknown tensor '" + *t + "' (expected attention, stages or a block stage name)");
+    g.tensor = *t;
+  }
+  const auto& rules = r.req_array("rules");
+  if (rules.empty()) r.fail("rules", "must hold at least one rule");
+  std::set<std::string> ids;
+  for (size_t i = 0; i < rules.size(); ++i) {
+    const auto path = json_input::index("rules", i);
+    GateRule rule = parse_rule(rules[i], where, path);
+    if (rule.id == "zero_guard" || rule.id == "finite_guard" || rule.id == "run")
+      throw InputError(where + ": " + path + ".id: '" + rule.id +
+                       "' is reserved for a built-in check");
+    if (!ids.insert(rule.id).second)
+      throw InputError(where + ": " + path + ".id: duplicate rule id '" + rule.id + "'");
+    g.rules.push_back(std::move(rule));
+  }
+  r.finish();
+  return g;
+}
+
+const std::vector<std::string>& builtin_gate_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& b : kBuiltin) v.emplace_back(b.first);
+    return v;
+  }();
+  return names;
+}
+
+const std::string& builtin_gate_text(const std::string& name) {
+  static const std::map<std::string, std::string> texts = [] {
+    std::map<std::string, std::string> m;
+    for (const auto& b : kBuiltin) m.emplace(b.first, b.second);
+    return m;
+  }();
+  auto it = texts.find(name);
+  if (it == texts.end()) {
+    std::string list;
+    for (const auto& n : builtin_gate_names()) list += (list.empty() ? "" : ", ") + n;
+    throw InputError("no gate file or built-in gate named '" + name + "' (built-ins: " + list + ")");
+  }
+  return it->second;
+}
+
+GateFile load_gate(const std::string& path_or_name) {
+  std::error_code ec;
+  const bool is_builtin = std::find(builtin_gate_names().begin(), builtin_gate_names().end(),
+                                    path_or_name) != builtin_gate_names().end();
+  if (is_builtin && !std::filesystem::exists(path_or_name, ec))
+    return parse_gate(builtin_gate_text(path_or_name), "builtin:" + path_or_name);
+  return parse_gate(json_input::read_text(path_or_name), path_or_name);
+}
+
+}  // namespace ts

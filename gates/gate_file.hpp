@@ -1,0 +1,56 @@
+#pragma once
+// touchstone.gate/1 (gates.md): what a backend must satisfy to be accepted.
+// Parsing is strict: an unknown key, metric or tensor, a rule without a
+// bound, a wrong type, empty rules or a repeated id is an InputError naming
+// the file and JSON path.
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ts {
+
+inline constexpr const char* kGateSchema = "touchstone.gate/1";
+
+struct GateRule {
+  std::string id;
+  std::string metric;              // a metric_names() name or "speedup"
+  std::string against = "baseline";  // "baseline" or "exact" (speedup: baseline only)
+  std::optional<double> min, max;
+  // Candidate-vs-exact figure <= k * baseline-vs-exact figure (against exact only).
+  std::optional<double> max_ratio_to_baseline;
+  double confidence = 0.95;  // two-sided bootstrap interval of the speedup
+  bool optional = false;     // a missing measurement is not INCONCLUSIVE
+  std::string tensor;        // overrides the gate's tensor for this rule ("" = the gate's)
+  std::string description;
+
+  bool is_speed() const { return metric == "speedup"; }
+  // "<= 0.05", ">= 1 (95% lower bound)", "<= 2 x baseline", ">= 0.99 and <= 1.01".
+  std::string bound_text() const;
+  nlohmann::json to_json() const;
+};
+
+struct GateFile {
+  std::string source;  // path or "builtin:NAME"
+  std::string name, description;
+  std::string baseline = "sage2";  // backend spec string
+  std::string tensor = "attention";
+  std::vector<GateRule> rules;
+
+  // The tensor a rule is judged on.
+  const std::string& tensor_of(const GateRule& r) const { return r.tensor.empty() ? tensor : r.tensor; }
+  nlohmann::json to_json() const;
+};
+
+// `where` names the source in error messages.
+GateFile parse_gate(const std::string& text, const std::string& where);
+// A path, or one of builtin_gate_names() (the shipped gates/*.json compiled
+// into the binary). A path that exists wins over a built-in of the same name.
+GateFile load_gate(const std::string& path_or_name);
+const std::vector<std::string>& builtin_gate_names();
+const std::string& builtin_gate_text(const std::string& name);  // InputError if unknown
+
+// "attention", "stages" and the block stage names of block.md.
+const std::vector<std::string>& gate_tensor_names();
+
+}  // namespace ts

@@ -1,0 +1,71 @@
+#pragma once
+// The metrics of gates.md, accumulated in float64. `a` is the candidate, `b`
+// what it is compared against. NaN never passes: any non-finite value in `a`
+// is counted and makes every accuracy rule fail (see gates/rules).
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/block_config.hpp"
+#include "core/tensor.hpp"
+
+namespace ts {
+
+struct MetricSet {
+  int64_t count = 0;
+  // Relative metrics are undefined (nullopt) when ||b||_2 = 0 (resp. sum|b| = 0):
+  // reported as undefined, never divided.
+  std::optional<double> rel_l2, cosine, rel_l1;
+  double rmse = 0, max_abs = 0, mean_abs = 0;
+  int64_t nonfinite = 0;       // NaN/Inf in a
+  int64_t nonfinite_ref = 0;   // NaN/Inf in b (the comparison itself is then suspect)
+  double zero_fraction = 0;    // share of exact zeros in a
+  double zero_fraction_ref = 0;
+  // Largest distance in units in the last place at the storage type (bf16,
+  // f16, f32 or f64 of `a`); infinite when any value is non-finite.
+  double ulp_max = 0;
+
+  // Value of a metric by its gates.md name ("rel_l2", "cosine", ...); nullopt
+  // when undefined. Throws InputError for an unknown name.
+  std::optional<double> get(const std::string& name) const;
+  nlohmann::json to_json() const;
+};
+
+// Names accepted by MetricSet::get, in gates.md's order.
+const std::vector<std::string>& metric_names();
+
+// a and b must have the same shape (InputError otherwise). `storage` is the
+// type ulp_max counts in (normally a.dtype).
+MetricSet compute_metrics(const Tensor& a, const Tensor& b);
+// Same, with ulp_max counted at `storage` instead of a.dtype.
+MetricSet compute_metrics(const Tensor& a, const Tensor& b, DType storage);
+
+// Every metric by name, for the verdict: the gates.md names (undefined ones
+// present as nullopt) plus "nonfinite_ref" and "zero_fraction_ref".
+std::map<std::string, std::optional<double>> metric_map(const MetricSet& m);
+
+// Distance in units in the last place between two values stored as `storage`
+// (ordered-integer distance of their bit patterns; integer types: |x - y|).
+// Infinite when either is non-finite (unless both are the same infinity).
+double ulp_distance(double x, double y, DType storage);
+
+// Per-head, per-128-token-query-block and per-latent-frame breakdowns of a
+// [S, H, D] comparison (frames from config.frame_of_token; conditioning
+// tokens grouped under "cond").
+struct MetricBreakdown {
+  MetricSet overall;
+  std::vector<MetricSet> per_head;
+  std::vector<MetricSet> per_query_block;  // 128 tokens each, last may be short
+  std::vector<MetricSet> per_frame;        // grid_t frames
+  std::optional<MetricSet> cond;           // all conditioning tokens
+  nlohmann::json to_json() const;
+  // The `n` worst groups of each breakdown by `metric` (rel_l2 by default),
+  // for triage printouts: {"per_head": [{"index": h, "value": v}, ...], ...}.
+  nlohmann::json worst(size_t n, const std::string& metric = "rel_l2") const;
+};
+MetricBreakdown compute_breakdown(const Tensor& a, const Tensor& b, const BlockConfig& config);
+
+}  // namespace ts

@@ -1,0 +1,24 @@
+#pragma once
+// One registry turns a backend spec ("sage2:preset=sm121", "sol:tau=1.3,precision=int8_qk",
+// "exact", "stored:NAME", a CUDA kernel's name) into an AttentionBackend. The
+// gate, the sweep and the demo make every backend here, so they never know
+// whether they judge a reference emulation, a stored output or a GPU kernel.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "reference/attention_problem.hpp"
+
+namespace ts {
+
+struct BackendContext {
+  std::string fixture_path;  // for stored:NAME (reads /outputs/NAME/attention, /timings/NAME)
+};
+
+std::unique_ptr<AttentionBackend> make_attention_backend(const std::string& spec,
+                                                         const BackendContext& ctx);
+
+// Kinds with a one-line description each, for --help and error messages.
+std::vector<std::pair<std::string, std::string>> attention_backend_kinds();
+
+}  // namespace ts

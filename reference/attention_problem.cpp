@@ -1,0 +1,22 @@
+#include "reference/attention_problem.hpp"
+
+#include "core/error.hpp"
+
+namespace ts {
+
+void AttentionProblem::validate() const {
+  auto same = [](const BSHDView& a, const BSHDView& b) {
+    return a.S == b.S && a.H == b.H && a.D == b.D;
+  };
+  if (!q.p || !k.p || !v.p) throw InputError("attention problem: q, k and v must all be given");
+  if (!same(q, k) || !same(q, v))
+    throw InputError("attention problem: q, k, v shapes differ");
+  int64_t S = 0;
+  for (const auto& s : segments) S += s.length;
+  if (S != q.S)
+    throw InputError("attention problem: segments cover " + std::to_string(S) +
+                     " tokens but q has " + std::to_string(q.S));
+  if (!(softmax_scale > 0)) throw InputError("attention problem: softmax_scale must be > 0");
+}
+
+}  // namespace ts

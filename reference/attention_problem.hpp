@@ -1,0 +1,48 @@
+#pragma once
+// What every attention backend (reference emulation or kernel under test)
+// receives and returns. The gate never knows which kind it is judging.
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/block_config.hpp"
+#include "core/tensor.hpp"
+
+namespace ts {
+
+struct AttentionProblem {
+  BSHDView q, k, v;  // [S, H, D], values as the kernel receives them (bf16 in a real run)
+  DType input_dtype = DType::bf16;
+  std::vector<Segment> segments;  // packed sequence; every query attends to every segment
+  double softmax_scale = 0.0;
+  BlockConfig config;  // geometry, for breakdowns and routing over video blocks
+
+  // Throws InputError when q, k, v disagree with each other or the segments.
+  void validate() const;
+};
+
+struct AttentionResult {
+  Tensor out;                             // [S, H, D]; dtype = what the backend stores
+  nlohmann::json stats = nlohmann::json::object();  // e.g. routed density per head
+  std::map<std::string, Tensor> intermediates;      // for triage dumps (q int8 codes, ...)
+};
+
+class AttentionBackend {
+ public:
+  virtual ~AttentionBackend() = default;
+  // Output group name under /outputs, with its distinguishing parameters
+  // (fixture-schema.md: "sage2_sm121", "sol_tau1.3_int8_qk").
+  virtual std::string name() const = 0;
+  // The full parameter set, written to the `params` attribute.
+  virtual nlohmann::json params() const = 0;
+  virtual AttentionResult run(const AttentionProblem& problem) = 0;
+  // "cpu" or "cuda": which timer the gate pairs it with.
+  virtual std::string device() const { return "cpu"; }
+  // Backends that replay a stored output (stored:NAME) also replay its timing
+  // samples from /timings/NAME; computed backends return nothing and are timed.
+  virtual std::optional<std::vector<double>> stored_timings_ms() const { return std::nullopt; }
+};
+
+}  // namespace ts

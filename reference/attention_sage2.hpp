@@ -1,0 +1,49 @@
+#pragma once
+// CPU emulation of SageAttention 2.2.0 (numerics.md "Attention: the sage2
+// family"): INT8 Q/K with K smoothing, exp2 online softmax per key block with
+// the 8.807 offset, FP8 P and V, and the kernels' accumulation modes.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "reference/attention_problem.hpp"
+#include "reference/backend_params.hpp"
+#include "reference/sage2_quant.hpp"
+
+namespace ts {
+
+enum class Sage2Accum { fp32, fp32_fp32, fp32_fp16 };
+
+struct Sage2Config {
+  std::string preset = "sm121";
+  sage2::Granularity granularity = sage2::Granularity::per_warp;
+  int64_t blkq = 128, warpq = 32, blkk = 64, warpk = 64;
+  int64_t key_block = 64;  // online-softmax step (64 for the sm89-style kernel, 128 for sm90)
+  Sage2Accum accum = Sage2Accum::fp32_fp16;
+  float scale_max = 2.25f;
+  bool smooth_k = true;
+  // Identity switches (tests): with all four off and accum=fp32 the emulation
+  // is a float32 dense attention.
+  bool quant_qk = true, quant_v = true, round_p = true, round_out = true;
+  // Triage dump: codes, scales, km, and the FP8-rounded P of one query tile.
+  bool dump = false;
+  int64_t dump_qblock = 0, dump_head = 0;
+};
+
+// The preset's defaults (sm121, sm120, sm89, sm90); InputError for others.
+Sage2Config sage2_preset(const std::string& preset);
+const char* sage2_accum_name(Sage2Accum a);
+
+// Output [S, H, D] bf16 (float32 when round_out is off). Intermediates when
+// cfg.dump: q_int8/k_int8 [S,H,D] int8, q_scale/k_scale [H, n] float32 in the
+// kernel's padded layout, km [H,D], v_fp8 [S,H,D] uint8 codes, v_scale [H,D],
+// p_fp8 [rows, S] (the P8 values fed to P·V for query tile dump_qblock of
+// head dump_head, tile = blkq tokens; each key's value at its own key block).
+AttentionResult sage2_attention(const AttentionProblem& problem, const Sage2Config& cfg);
+
+// kind "sage2": preset, granularity, blkq, warpq, blkk, warpk, key_block,
+// accum, scale_max, smooth_k, quant_qk, quant_v, round_p, round_out, dump,
+// dump_qblock, dump_head.
+std::unique_ptr<AttentionBackend> make_sage2_backend(BackendParams& p);
+
+}  // namespace ts

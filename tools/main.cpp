@@ -1,0 +1,105 @@
+// touchstone: accuracy gates, fixtures and triage for attention and block kernels.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "core/error.hpp"
+#include "tools/command.hpp"
+
+namespace ts::cli {
+namespace {
+
+struct Entry {
+  std::string path, help;
+  Setup setup;
+};
+
+std::vector<Entry>& entries() {
+  static std::vector<Entry> e;
+  return e;
+}
+
+}  // namespace
+
+Registration::Registration(const std::string& path, const std::string& help, Setup setup) {
+  entries().push_back({path, help, std::move(setup)});
+}
+
+}  // namespace ts::cli
+
+int main(int argc, char** argv) {
+  using namespace ts::cli;
+  CLI::App app{"touchstone: numerical-accuracy gates, fixtures and triage for attention and "
+               "transformer-block kernels of video diffusion models",
+               "touchstone"};
+  app.set_version_flag("--version", std::string(TOUCHSTONE_VERSION));
+  app.require_subcommand(1);
+
+  // Parents first ("fixture" before "fixture synth"), so sort by depth then name.
+  auto sorted = entries();
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Entry& a, const Entry& b) {
+    auto depth = [](const std::string& p) { return std::count(p.begin(), p.end(), ' '); };
+    if (depth(a.path) != depth(b.path)) return depth(a.path) < depth(b.path);
+    return a.path < b.path;
+  });
+  std::map<std::string, CLI::App*> apps;
+  std::map<CLI::App*, Action> actions;
+  for (auto& e : sorted) {
+    const auto sp = e.path.rfind(' ');
+    CLI::App* parent = &app;
+    std::string leaf = e.path;
+    if (sp != std::string::npos) {
+      const std::string parent_path = e.path.substr(0, sp);
+      leaf = e.path.substr(sp + 1);
+      auto it = apps.find(parent_path);
+      if (it == apps.end()) {
+        CLI::App* p = app.add_subcommand(parent_path, parent_path + " commands");
+        p->require_subcommand(1);
+        it = apps.emplace(parent_path, p).first;
+      }
+      parent = it->second;
+    }
+    CLI::App* sub = parent->add_subcommand(leaf, e.help);
+    apps[e.path] = sub;
+    if (e.setup) actions[sub] = e.setup(*sub);
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // One line naming the flag, and the usual exit code for bad input.
+    std::fprintf(stderr, "touchstone: %s (see --help)\n", e.what());
+    return ts::kBadInput;
+  }
+
+  // The deepest parsed subcommand owns the action.
+  CLI::App* cur = &app;
+  while (true) {
+    auto subs = cur->get_subcommands();
+    if (subs.empty()) break;
+    cur = subs.front();
+  }
+  auto it = actions.find(cur);
+  if (it == actions.end()) {
+    std::fprintf(stderr, "touchstone: '%s' needs a subcommand (see --help)\n",
+                 cur->get_name().c_str());
+    return ts::kBadInput;
+  }
+  try {
+    return it->second();
+  } catch (const ts::InputError& e) {
+    std::fprintf(stderr, "touchstone: error: %s\n", e.what());
+    return ts::kBadInput;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "touchstone: internal error: %s\n", e.what());
+    return ts::kInternal;
+  }
+}
