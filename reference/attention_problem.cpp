@@ -19,4 +19,18 @@ void AttentionProblem::validate() const {
   if (!(softmax_scale > 0)) throw InputError("attention problem: softmax_scale must be > 0");
 }
 
+AttentionProblem make_attention_problem(const Tensor& q, const Tensor& k, const Tensor& v,
+                                        const BlockConfig& config) {
+  AttentionProblem p;
+  p.q = BSHDView::of(q);
+  p.k = BSHDView::of(k);
+  p.v = BSHDView::of(v);
+  p.input_dtype = q.dtype;
+  p.segments = config.segments;
+  p.softmax_scale = config.softmax_scale;
+  p.config = config;
+  p.validate();
+  return p;
+}
+
 }  // namespace ts

@@ -23,6 +23,11 @@ struct AttentionProblem {
   void validate() const;
 };
 
+// Views over q, k, v [S, H, D] with the config's segments and softmax scale;
+// the tensors must outlive the problem. Validates.
+AttentionProblem make_attention_problem(const Tensor& q, const Tensor& k, const Tensor& v,
+                                        const BlockConfig& config);
+
 struct AttentionResult {
   Tensor out;                             // [S, H, D]; dtype = what the backend stores
   nlohmann::json stats = nlohmann::json::object();  // e.g. routed density per head

@@ -6,7 +6,6 @@
 // recipe use float additions, which are exact or RNE in the default mode).
 #include <bit>
 #include <cstdint>
-#include <limits>
 
 namespace ts::num {
 

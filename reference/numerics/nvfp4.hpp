@@ -62,6 +62,9 @@ float nvfp4_amax(const float* x, int64_t n);
 // Quantise a row-major rows x cols matrix along its rows (K = cols).
 // A NaN element encodes as +6 (e2m1_encode's rule); +-Inf saturate to +-6.
 Nvfp4Tensor nvfp4_quantize(const float* x, int64_t rows, int64_t cols, const Nvfp4Options& opt = {});
+// The same from float64 values (a ts::Tensor's data), each rounded to float32
+// first: exact for bf16, fp16 and f32 data.
+Nvfp4Tensor nvfp4_quantize(const double* x, int64_t rows, int64_t cols, const Nvfp4Options& opt = {});
 
 // Dequantised matrix (rows x cols) in float32 (value()) or exactly in float64.
 void nvfp4_dequantize(const Nvfp4Tensor& t, float* out);

@@ -1,0 +1,198 @@
+#include "gates/import_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <regex>
+
+#include "core/error.hpp"
+#include "gates/json_input.hpp"
+
+namespace ts {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suf) {
+  return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
+}
+bool starts_with(const std::string& s, const std::string& pre) { return s.rfind(pre, 0) == 0; }
+
+std::string normalise(std::string name, const ImportOptions& opts) {
+  bool again = true;
+  while (again) {
+    again = false;
+    for (const auto& suf : opts.strip_suffixes)
+      if (!suf.empty() && ends_with(name, suf) && name.size() > suf.size()) {
+        name.resize(name.size() - suf.size());
+        again = true;
+      }
+  }
+  return name;
+}
+
+// A section name without its unit and statistic suffixes, and the level of
+// the timing hierarchy it describes.
+struct SectionInfo {
+  std::string unit, statistic, level;
+};
+std::optional<SectionInfo> timing_section(const std::string& key) {
+  SectionInfo s;
+  std::string name = key;
+  if (ends_with(name, "_milliseconds")) {
+    s.unit = "ms";
+    name.resize(name.size() - 13);
+  } else if (ends_with(name, "_seconds")) {
+    s.unit = "s";
+    name.resize(name.size() - 8);
+  } else {
+    return std::nullopt;
+  }
+  for (const char* st : {"_p50", "_p90", "_p99", "_median", "_mean", "_min"})
+    if (ends_with(name, st)) {
+      s.statistic = std::string(st + 1);
+      name.resize(name.size() - std::string(st).size());
+      break;
+    }
+  if (s.statistic.empty()) s.statistic = "single";
+  if (name.find("attention_internal") != std::string::npos) s.level = "attention_internal";
+  else if (name.find("block") != std::string::npos) s.level = "block";
+  else if (starts_with(name, "sampling_stage")) s.level = "sampling_stage";
+  else if (starts_with(name, "sampling")) s.level = "sampling";
+  else s.level = name;
+  // A depth-1 section's quantity is what it times: "sampling_uninstrumented_two_step".
+  return s;
+}
+
+std::string metric_from_report(const std::string& m) {
+  if (m == "relative_l2" || m == "rel_l2") return "rel_l2";
+  if (m == "relative_l1" || m == "rel_l1") return "rel_l1";
+  return m;  // cosine, rmse, max_abs, mean_abs spelt as touchstone spells them
+}
+
+std::string against_from_report(const std::string& a, const ImportOptions& opts) {
+  if (a == "exact" || a == "reference" || a == "fp64" || a == "float64") return "exact";
+  return normalise(a, opts);
+}
+
+}  // namespace
+
+MeasurementsFile import_report(const std::string& text, const std::string& where,
+                               const ImportOptions& opts) {
+  const auto j = json_input::parse(text, where);
+  if (!j.is_object()) throw InputError(where + ": top level: expected an object, got " + json_input::type_name(j));
+  MeasurementsFile out;
+  out.source = where;
+  auto add = [&](Measurement x, const std::string& raw) {
+    x.raw_backend = raw;
+    x.backend = normalise(raw, opts);
+    // Stripping must not merge two backends that one section names apart.
+    for (const auto& e : out.entries)
+      if (e.backend == x.backend && e.level == x.level && e.quantity == x.quantity &&
+          e.against == x.against && e.raw_backend != raw) {
+        out.notes.push_back("kept '" + raw + "' unshortened: '" + x.backend + "' is already in " + e.provenance);
+        x.backend = raw;
+        break;
+      }
+    out.entries.push_back(std::move(x));
+  };
+  static const std::regex metric_re("^(.+)_(relative_l2|rel_l2|relative_l1|rel_l1|cosine|rmse|max_abs|mean_abs)_vs_(.+)$");
+
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& key = it.key();
+    const auto& val = it.value();
+    const auto sec = timing_section(key);
+    if (sec && val.is_object()) {
+      const std::string qty1 = key.substr(0, key.find(sec->unit == "ms" ? "_milliseconds" : "_seconds"));
+      for (auto b = val.begin(); b != val.end(); ++b) {
+        const std::string path = key + "." + b.key();
+        if (b.value().is_number()) {
+          Measurement x;
+          x.quantity = qty1;
+          x.value = b.value().get<double>();
+          x.unit = sec->unit;
+          x.level = sec->level;
+          x.statistic = sec->statistic;
+          x.provenance = where + ": " + path;
+          if (!(x.value > 0) || !std::isfinite(x.value))
+            throw InputError(where + ": " + path + ": a timing must be a positive number");
+          add(x, b.key());
+        } else if (b.value().is_object()) {
+          for (auto q = b.value().begin(); q != b.value().end(); ++q) {
+            const std::string qpath = path + "." + q.key();
+            if (!q.value().is_number())
+              throw InputError(where + ": " + qpath + ": expected a number, got " +
+                               json_input::type_name(q.value()));
+            Measurement x;
+            x.quantity = q.key();
+            x.value = q.value().get<double>();
+            x.unit = sec->unit;
+            x.level = sec->level;
+            x.statistic = sec->statistic;
+            x.provenance = where + ": " + qpath;
+            if (!(x.value > 0) || !std::isfinite(x.value))
+              throw InputError(where + ": " + qpath + ": a timing must be a positive number");
+            add(x, b.key());
+          }
+        } else {
+          throw InputError(where + ": " + path + ": expected a number or an object of numbers, got " +
+                           json_input::type_name(b.value()));
+        }
+      }
+      continue;
+    }
+    if (key.find("quality") != std::string::npos && val.is_object()) {
+      for (auto q = val.begin(); q != val.end(); ++q) {
+        const std::string path = key + "." + q.key();
+        if (q.value().is_string()) {
+          out.notes.push_back(path + ": " + q.value().get<std::string>());
+          continue;
+        }
+        if (!q.value().is_number()) {
+          out.notes.push_back("skipped " + path + ": not a number");
+          continue;
+        }
+        const double v = q.value().get<double>();
+        std::smatch mm;
+        const std::string& qk = q.key();
+        if (std::regex_match(qk, mm, metric_re)) {
+          Measurement x;
+          x.quantity = metric_from_report(mm[2].str());
+          x.value = v;
+          x.unit = "";
+          x.level = "quality";
+          x.against = against_from_report(mm[3].str(), opts);
+          x.statistic = "single";
+          x.provenance = where + ": " + path;
+          add(x, mm[1].str());
+          continue;
+        }
+        if (const auto ts = timing_section(qk)) {
+          // "<backend>_p50_milliseconds": the variant's own attention timing.
+          std::string raw = qk.substr(0, qk.size() - (ts->unit == "ms" ? 13 : 8));
+          if (ts->statistic != "single") raw.resize(raw.size() - ts->statistic.size() - 1);
+          if (!(v > 0) || !std::isfinite(v))
+            throw InputError(where + ": " + path + ": a timing must be a positive number");
+          Measurement x;
+          x.quantity = "attention";
+          x.value = v;
+          x.unit = ts->unit;
+          x.level = "attention_variant";
+          x.statistic = ts->statistic;
+          x.provenance = where + ": " + path;
+          add(x, raw);
+          continue;
+        }
+        out.notes.push_back("unmapped " + path + " = " + q.value().dump());
+      }
+      continue;
+    }
+    out.context[key] = val;  // device, versions, shares, policy, targets
+  }
+  if (out.entries.empty()) throw InputError(where + ": no timing or quality figures found (not a report of the seed's layout)");
+  return out;
+}
+
+MeasurementsFile import_report_file(const std::string& path, const ImportOptions& opts) {
+  return import_report(json_input::read_text(path), path, opts);
+}
+
+}  // namespace ts

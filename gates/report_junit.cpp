@@ -1,0 +1,73 @@
+#include <sstream>
+
+#include "gates/report.hpp"
+
+namespace ts {
+namespace {
+
+std::string esc(const std::string& s) {
+  std::string o;
+  for (unsigned char ch : s) {
+    switch (ch) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      case '\'': o += "&apos;"; break;
+      default:
+        // XML 1.0 forbids most control characters even when escaped.
+        if (ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') o += ' ';
+        else o += static_cast<char>(ch);
+    }
+  }
+  return o;
+}
+
+}  // namespace
+
+// One test case per candidate x rule (built-in checks included). A failed
+// rule is a <failure type="REJECT">, an open or missing one a <failure
+// type="INCONCLUSIVE"> (CI must not show it green), an optional rule without
+// a figure is <skipped/>, and a candidate that crashed is an <error>.
+std::string render_junit(const GateRun& run) {
+  int tests = 0, failures = 0, errors = 0, skipped = 0;
+  std::ostringstream cases;
+  for (const auto& c : run.candidates) {
+    for (const auto& o : c.outcomes) {
+      ++tests;
+      cases << "    <testcase classname=\"" << esc(run.gate.name + "." + c.candidate) << "\" name=\""
+            << esc(o.id) << "\">\n";
+      const std::string body = o.message + (o.bound.empty() ? "" : "\nbound: " + o.bound) +
+                               (c.repro.empty() ? "" : "\nrepro: " + c.repro);
+      if (o.id == "run" && o.builtin && o.status == RuleStatus::fail) {
+        ++errors;
+        cases << "      <error type=\"error\" message=\"" << esc(o.message) << "\">" << esc(body) << "</error>\n";
+      } else if (o.status == RuleStatus::fail) {
+        ++failures;
+        cases << "      <failure type=\"REJECT\" message=\"" << esc(o.message) << "\">" << esc(body)
+              << "</failure>\n";
+      } else if (o.status == RuleStatus::inconclusive || (o.status == RuleStatus::missing && !o.optional)) {
+        ++failures;
+        cases << "      <failure type=\"INCONCLUSIVE\" message=\"" << esc(o.message) << "\">" << esc(body)
+              << "</failure>\n";
+      } else if (o.status == RuleStatus::missing) {
+        ++skipped;
+        cases << "      <skipped message=\"" << esc(o.message) << "\"/>\n";
+      } else {
+        cases << "      <system-out>" << esc(o.message) << "</system-out>\n";
+      }
+      cases << "    </testcase>\n";
+    }
+  }
+  std::ostringstream out;
+  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out << "<testsuites name=\"touchstone gate\" tests=\"" << tests << "\" failures=\"" << failures
+      << "\" errors=\"" << errors << "\" skipped=\"" << skipped << "\">\n";
+  out << "  <testsuite name=\"" << esc(run.gate.name) << "\" tests=\"" << tests << "\" failures=\""
+      << failures << "\" errors=\"" << errors << "\" skipped=\"" << skipped << "\">\n";
+  out << cases.str();
+  out << "  </testsuite>\n</testsuites>\n";
+  return out.str();
+}
+
+}  // namespace ts

@@ -1,0 +1,86 @@
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "gates/report.hpp"
+
+namespace ts {
+namespace {
+
+std::string fmt(double v) {
+  if (std::isnan(v)) return "NaN";
+  std::ostringstream ss;
+  ss.precision(4);
+  ss << v;
+  return ss.str();
+}
+
+// Pipes and newlines would break a table row.
+std::string md(const std::string& s) {
+  std::string o;
+  for (char ch : s) {
+    if (ch == '|') o += "\\|";
+    else if (ch == '\n' || ch == '\r') o += ' ';
+    else o += ch;
+  }
+  return o;
+}
+
+const char* mark(const RuleOutcome& o) {
+  switch (o.status) {
+    case RuleStatus::pass: return "pass";
+    case RuleStatus::fail: return "**FAIL**";
+    case RuleStatus::inconclusive: return "open";
+    case RuleStatus::missing: return o.optional ? "n/a" : "missing";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string render_markdown(const GateRun& run) {
+  int acc = 0;
+  for (const auto& c : run.candidates) acc += c.verdict == Verdict::accept;
+  std::ostringstream out;
+  out << "### touchstone gate `" << md(run.gate.name) << "`: " << acc << " of " << run.candidates.size()
+      << " accepted\n\n";
+  out << "Baseline `" << md(run.baseline) << "`, tensor `" << md(run.gate.tensor) << "`, input `"
+      << md(run.input) << "` (" << run.mode << ").\n\n";
+  out << "| candidate |";
+  for (const auto& r : run.gate.rules)
+    out << " " << md(r.id) << " (" << md(r.metric) << (r.is_speed() ? "" : " vs " + r.against) << " "
+        << md(r.bound_text()) << ") |";
+  out << " verdict |\n|---|";
+  for (size_t i = 0; i < run.gate.rules.size(); ++i) out << "---|";
+  out << "---|\n";
+  for (const auto& c : run.candidates) {
+    out << "| `" << md(c.candidate) << "` |";
+    for (const auto& r : run.gate.rules) {
+      auto it = std::find_if(c.outcomes.begin(), c.outcomes.end(),
+                             [&](const RuleOutcome& o) { return !o.builtin && o.id == r.id; });
+      if (it == c.outcomes.end()) {
+        out << " - |";
+        continue;
+      }
+      out << " " << (it->figure ? fmt(*it->figure) + " " : "") << mark(*it) << " |";
+    }
+    out << " **" << verdict_name(c.verdict) << "** |\n";
+  }
+  bool any = false;
+  for (const auto& c : run.candidates) {
+    if (c.verdict == Verdict::accept) continue;
+    if (!any) out << "\n";
+    any = true;
+    out << "- **" << verdict_name(c.verdict) << "** `" << md(c.candidate) << "`:";
+    for (const auto& o : c.outcomes)
+      if (o.status == RuleStatus::fail || o.status == RuleStatus::inconclusive ||
+          (o.status == RuleStatus::missing && !o.optional))
+        out << " " << md(o.id) << ": " << md(o.message) << ";";
+    for (const auto& n : c.notes) out << " _" << md(n) << "_;";
+    if (!c.repro.empty()) out << " repro: `" << c.repro << "`";
+    out << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace ts

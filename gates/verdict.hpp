@@ -1,0 +1,90 @@
+#pragma once
+// Verdicts (gates.md): ACCEPT when every rule passed, REJECT when any failed
+// (a failed rule outranks a missing one), INCONCLUSIVE when a speed interval
+// straddles its bound or a required measurement is missing. A figure equal
+// to its bound passes. NaN never passes.
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gates/bootstrap.hpp"
+#include "gates/gate_file.hpp"
+
+namespace ts {
+
+enum class Verdict { accept, reject, inconclusive };
+enum class RuleStatus { pass, fail, missing, inconclusive };
+const char* verdict_name(Verdict v);     // "ACCEPT", "REJECT", "INCONCLUSIVE"
+const char* rule_status_name(RuleStatus s);  // "pass", "fail", "missing", "inconclusive"
+
+// Share of exact zeros in the candidate beyond the reference's share above
+// which the candidate is rejected on every gate (the "return zeros" cheat).
+inline constexpr double kZeroGuardExcess = 0.5;
+
+// metric name -> figure; present with nullopt = undefined (e.g. rel_l2 when
+// ||b|| = 0), absent = not measured. Keys as metric_map() gives them.
+using Figures = std::map<std::string, std::optional<double>>;
+
+struct SpeedEvidence {
+  std::optional<Interval> interval;  // from samples
+  // The deciding figures: single figures, or the medians of the samples.
+  std::optional<double> candidate_ms, baseline_ms;
+  bool single_figure = false;  // judged on single figures (no samples)
+  std::string level;           // what was timed, e.g. "block attention p50"
+  std::string note;            // e.g. "levels differ"
+  nlohmann::json other_levels = nlohmann::json::array();  // [{level, quantity, candidate, baseline, unit, speedup}]
+  nlohmann::json to_json() const;
+};
+
+// Everything measured for one candidate; the gate engine judges only this.
+struct Evidence {
+  std::string candidate;
+  std::string error;  // non-empty: the candidate failed to run -> REJECT
+  // Per tensor ("attention", a stage name): candidate vs baseline, candidate
+  // vs exact, baseline vs exact.
+  std::map<std::string, Figures> vs_baseline, vs_exact, baseline_vs_exact;
+  std::optional<SpeedEvidence> speed;
+  std::vector<std::string> notes;
+  nlohmann::json details = nlohmann::json::object();  // metrics, timings, for the JSON report
+};
+
+struct RuleOutcome {
+  std::string id, metric, against, tensor;
+  RuleStatus status = RuleStatus::missing;
+  std::optional<double> figure;
+  std::string bound;    // "<= 0.05"
+  std::string message;  // one line: figure vs bound, or what is missing and why
+  bool builtin = false;   // zero_guard, finite_guard, run
+  bool optional = false;  // a missing figure does not make the candidate INCONCLUSIVE
+  std::optional<Interval> interval;
+  nlohmann::json to_json() const;
+};
+
+struct CandidateVerdict {
+  std::string candidate;
+  Verdict verdict = Verdict::inconclusive;
+  std::vector<RuleOutcome> outcomes;  // gate rules in order, then built-in checks
+  std::vector<std::string> notes;
+  std::string error;
+  std::string repro;  // one-line command reproducing a verdict that is not ACCEPT
+  nlohmann::json details = nlohmann::json::object();
+  nlohmann::json to_json() const;
+};
+
+// `repro` is kept only when the verdict is not ACCEPT.
+CandidateVerdict judge(const GateFile& gate, const Evidence& evidence, const std::string& repro);
+
+struct GateRun {
+  GateFile gate;
+  std::string mode;   // "fixture" or "measurements"
+  std::string input;  // fixture or measurements path
+  std::string baseline;
+  std::vector<CandidateVerdict> candidates;
+  nlohmann::json context = nlohmann::json::object();  // seed, pairs, report metadata, ...
+  int exit_code() const;  // 0 all accepted, 1 otherwise
+  nlohmann::json to_json() const;
+};
+
+}  // namespace ts

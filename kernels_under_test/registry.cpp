@@ -1,0 +1,35 @@
+#include "kernels_under_test/registry.hpp"
+
+#include "core/error.hpp"
+#include "kernels_under_test/stored_output.hpp"
+#include "reference/attention_exact.hpp"
+#include "reference/attention_sage2.hpp"
+#include "reference/attention_sol.hpp"
+#include "reference/backend_params.hpp"
+
+namespace ts {
+
+std::vector<std::pair<std::string, std::string>> attention_backend_kinds() {
+  return {
+      {"exact", "float64 reference attention (precision=fp64|fp32)"},
+      {"sage2", "SageAttention 2.2.0 emulation (preset=sm121|sm120|sm89|sm90, any knob key=value)"},
+      {"sol", "routed block-sparse attention (tau=1.3, precision=bf16|int8_qk|int8_qk_pv, ...)"},
+      {"stored", "an output stored in the fixture: stored:NAME reads /outputs/NAME/attention "
+                 "(stored:observed reads /attention/observed) and /timings/NAME"},
+  };
+}
+
+std::unique_ptr<AttentionBackend> make_attention_backend(const std::string& spec,
+                                                         const BackendContext& ctx) {
+  // stored:NAME takes a name, not key=value pairs.
+  if (spec.rfind("stored:", 0) == 0) return make_stored_backend(spec.substr(7), ctx.fixture_path);
+  BackendParams p = BackendParams::parse(spec);
+  if (p.kind() == "exact") return make_exact_backend(p);
+  if (p.kind() == "sage2") return make_sage2_backend(p);
+  if (p.kind() == "sol") return make_sol_backend(p);
+  std::string kinds;
+  for (const auto& [k, d] : attention_backend_kinds()) kinds += (kinds.empty() ? "" : ", ") + k;
+  throw InputError("unknown backend '" + p.kind() + "' in '" + spec + "' (known: " + kinds + ")");
+}
+
+}  // namespace ts

@@ -1,0 +1,57 @@
+#include "kernels_under_test/stored_output.hpp"
+
+#include "core/error.hpp"
+#include "fixtures/fixture.hpp"
+
+namespace ts {
+namespace {
+
+class StoredBackend final : public AttentionBackend {
+ public:
+  StoredBackend(std::string name, std::string fixture) : name_(std::move(name)), fixture_(std::move(fixture)) {
+    dataset_ = name_ == "observed" ? "/attention/observed" : "/outputs/" + name_ + "/attention";
+    if (!has_dataset(fixture_, dataset_))
+      throw InputError(fixture_ + ": " + dataset_ + ": no such dataset for backend 'stored:" +
+                       name_ + "'");
+    const std::string timings = "/timings/" + name_;
+    if (has_dataset(fixture_, timings)) {
+      const Tensor t = read_tensor(fixture_, timings);
+      if (t.rank() != 1 || t.numel() == 0)
+        throw InputError(fixture_ + ": " + timings + ": expected a non-empty 1-D array of ms");
+      timings_ = t.data;
+    }
+  }
+  std::string name() const override { return name_; }
+  nlohmann::json params() const override {
+    nlohmann::json j = {{"backend", "stored"}, {"dataset", dataset_}};
+    const nlohmann::json attrs = read_attrs(fixture_, dataset_);
+    if (attrs.contains("params")) j["stored_params"] = attrs["params"];
+    return j;
+  }
+  AttentionResult run(const AttentionProblem& p) override {
+    AttentionResult r;
+    r.out = read_tensor(fixture_, dataset_);
+    if (r.out.rank() != 3 || r.out.dim(0) != p.q.S || r.out.dim(1) != p.q.H ||
+        r.out.dim(2) != p.q.D)
+      throw InputError(fixture_ + ": " + dataset_ + ": shape " + r.out.shape_string() +
+                       " does not match the attention inputs");
+    return r;
+  }
+  std::optional<std::vector<double>> stored_timings_ms() const override { return timings_; }
+
+ private:
+  std::string name_, fixture_, dataset_;
+  std::optional<std::vector<double>> timings_;
+};
+
+}  // namespace
+
+std::unique_ptr<AttentionBackend> make_stored_backend(const std::string& name,
+                                                      const std::string& fixture_path) {
+  if (name.empty()) throw InputError("backend 'stored:': missing output name (stored:NAME)");
+  if (fixture_path.empty())
+    throw InputError("backend 'stored:" + name + "' needs a fixture to read from");
+  return std::make_unique<StoredBackend>(name, fixture_path);
+}
+
+}  // namespace ts

@@ -1,0 +1,386 @@
+#include "reference/attention_sage2.hpp"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+#include "reference/numerics/convert.hpp"
+#include "reference/numerics/detmath.hpp"
+
+namespace ts {
+namespace {
+
+template <typename T>
+using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// float32 exp2 of a float32 argument. The kernel uses ex2.approx.ftz.f32,
+// which no document defines bit for bit; this is the correctly rounded value
+// (detmath is within an ulp of double), and the tests' tolerances cover the
+// difference (ex2.approx has a relative error of about 2^-22).
+inline float exp2f_det(float x) { return static_cast<float>(detmath::exp2(static_cast<double>(x))); }
+
+// Offset that keeps P = exp2(s - m) <= 2^8.807 < 448, the FP8 E4M3 maximum.
+constexpr float kFp8Offset = 8.807f;
+constexpr float kInitialMax = -5e6f;
+
+struct Prepared {
+  int64_t H = 0, S = 0, D = 0;
+  sage2::HeadMajor q_raw, k_raw, v_raw;  // k_raw is K − km when smoothing
+  std::vector<float> km;
+  sage2::Int8Tensor q8, k8;              // when quant_qk
+  sage2::Fp8V v8;                        // when quant_v
+};
+
+Prepared prepare(const AttentionProblem& p, const Sage2Config& c) {
+  Prepared pr;
+  pr.H = p.q.H;
+  pr.S = p.q.S;
+  pr.D = p.q.D;
+  pr.q_raw = sage2::to_head_major(p.q);
+  pr.k_raw = sage2::to_head_major(p.k);
+  pr.v_raw = sage2::to_head_major(p.v);
+  if (c.smooth_k) {
+    pr.km = sage2::smoothing_mean(pr.k_raw, p.input_dtype);
+    pr.k_raw = sage2::subtract_mean(pr.k_raw, pr.km, c.granularity, p.input_dtype);
+  }
+  if (c.quant_qk) {
+    pr.q8 = sage2::quantize_int8(pr.q_raw, {c.granularity, true, c.blkq, c.warpq});
+    pr.k8 = sage2::quantize_int8(pr.k_raw, {c.granularity, false, c.blkk, c.warpk});
+  }
+  if (c.quant_v) pr.v8 = sage2::quantize_v_fp8(pr.v_raw, c.scale_max);
+  return pr;
+}
+
+// One (head, query tile) task: scores, online softmax per key block, P·V in
+// the chosen accumulation mode, finish. Writes rows [r0, r0+nr) of head h.
+void attend_tile(const Prepared& pr, const Sage2Config& c, float sm_scale, int64_t h, int64_t r0,
+                 int64_t nr, Tensor& out, Tensor* p_dump) {
+  const int64_t S = pr.S, D = pr.D;
+  using MapF = Eigen::Map<const RowMat<float>>;
+  using MapI8 = Eigen::Map<const RowMat<int8_t>>;
+
+  // Scores. INT8 codes as float: |products| <= 2^14 and D <= 1024 keep every
+  // partial sum an integer below 2^24, so the float GEMM gives the exact int32
+  // dot product whatever its summation order.
+  RowMat<float> sc(nr, S);
+  if (c.quant_qk) {
+    const RowMat<float> qf = MapI8(pr.q8.head(h) + r0 * D, nr, D).cast<float>();
+    const RowMat<float> kf = MapI8(pr.k8.head(h), S, D).cast<float>();
+    sc.noalias() = qf * kf.transpose();
+    // s = (float(int32) * (q_scale * k_scale)) * sm_scale, each step float32:
+    // the dequantisation factor of the tile first, then the softmax scale.
+    std::vector<float> ks(static_cast<size_t>(S));
+    for (int64_t j = 0; j < S; ++j) ks[j] = pr.k8.scale(h, j);
+    for (int64_t r = 0; r < nr; ++r) {
+      const float qs = pr.q8.scale(h, r0 + r);
+      float* row = sc.data() + r * S;
+      for (int64_t j = 0; j < S; ++j) row[j] = (row[j] * (qs * ks[j])) * sm_scale;
+    }
+  } else {
+    sc.noalias() = MapF(pr.q_raw.head(h) + r0 * D, nr, D) * MapF(pr.k_raw.head(h), S, D).transpose();
+    sc *= sm_scale;
+  }
+
+  // V as float64 so that a chunk's P·V sum is exact: P8 and V8 are E4M3
+  // values (multiples of 2^-9 with 4 significant bits), so products are
+  // multiples of 2^-18 below 2^18, and a 32-key sum needs < 45 bits.
+  RowMat<double> vd = c.quant_v ? Eigen::Map<const RowMat<float>>(pr.v8.values.data() + h * S * D, S, D).cast<double>()
+                                : MapF(pr.v_raw.head(h), S, D).cast<double>();
+
+  const int64_t kb = c.key_block;
+  constexpr int64_t kChunk = 32;  // keys per MMA step (m16n8k32)
+  std::vector<float> m(static_cast<size_t>(nr), kInitialMax), den(static_cast<size_t>(nr), 0.0f),
+      oscale(static_cast<size_t>(nr));
+  RowMat<float> acc = RowMat<float>::Zero(nr, D);
+  RowMat<float> part(nr, D);
+  RowMat<double> half(nr, D);
+  RowMat<double> pb(nr, kb);
+  RowMat<double> chunk(nr, D);
+
+  for (int64_t k0 = 0; k0 < S; k0 += kb) {
+    const int64_t nk = std::min(kb, S - k0);
+    for (int64_t r = 0; r < nr; ++r) {
+      const float* row = sc.data() + r * S + k0;
+      float rowmax = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < nk; ++j) rowmax = std::max(rowmax, row[j]);
+      const float m_new = std::max(m[r], rowmax - kFp8Offset);
+      oscale[r] = exp2f_det(m[r] - m_new);
+      m[r] = m_new;
+      // The denominator sums the float32 P before FP8 rounding, in key order.
+      float lsum = 0.0f;
+      for (int64_t j = 0; j < nk; ++j) {
+        const float pj = exp2f_det(row[j] - m_new);
+        lsum += pj;
+        pb(r, j) = c.round_p ? num::e4m3_round(pj) : pj;
+      }
+      den[r] = den[r] * oscale[r] + lsum;
+      if (p_dump)
+        for (int64_t j = 0; j < nk; ++j) p_dump->data[r * S + k0 + j] = pb(r, j);
+    }
+
+    if (c.accum == Sage2Accum::fp32)
+      for (int64_t r = 0; r < nr; ++r) acc.row(r) *= oscale[r];
+    else if (c.accum == Sage2Accum::fp32_fp32)
+      part.setZero();
+    else
+      half.setZero();
+
+    for (int64_t c0 = 0; c0 < nk; c0 += kChunk) {
+      const int64_t nc = std::min(kChunk, nk - c0);
+      chunk.noalias() = pb.middleCols(c0, nc) * vd.middleRows(k0 + c0, nc);
+      const double* cp = chunk.data();
+      switch (c.accum) {
+        case Sage2Accum::fp32: {
+          float* a = acc.data();
+          for (int64_t i = 0; i < nr * D; ++i) a[i] = sage2::f32_of_sum(a[i], cp[i]);
+          break;
+        }
+        case Sage2Accum::fp32_fp32: {
+          float* a = part.data();
+          for (int64_t i = 0; i < nr * D; ++i) a[i] = sage2::f32_of_sum(a[i], cp[i]);
+          break;
+        }
+        case Sage2Accum::fp32_fp16: {
+          // fp16 accumulator of the MMA: each k32 step rounds (C + exact sum) once.
+          double* a = half.data();
+          for (int64_t i = 0; i < nr * D; ++i) a[i] = sage2::fp16_of_double(a[i] + cp[i]);
+          break;
+        }
+      }
+    }
+
+    if (c.accum != Sage2Accum::fp32) {
+      for (int64_t r = 0; r < nr; ++r) {
+        float* a = acc.data() + r * D;
+        for (int64_t d = 0; d < D; ++d) {
+          const float blockv = c.accum == Sage2Accum::fp32_fp32
+                                   ? part(r, d)
+                                   : static_cast<float>(half(r, d));
+          a[d] = a[d] * oscale[r] + blockv;
+        }
+      }
+    }
+  }
+
+  // Finish: O = acc / denominator * v_scale[channel], float32, then bf16.
+  const float* vs = c.quant_v ? pr.v8.scales.data() + h * D : nullptr;
+  for (int64_t r = 0; r < nr; ++r)
+    for (int64_t d = 0; d < D; ++d) {
+      float o = acc(r, d) / den[r];
+      if (vs) o = o * vs[d];
+      out.data[((r0 + r) * pr.H + h) * D + d] = c.round_out ? num::bf16_round(o) : o;
+    }
+}
+
+// [H][S][D] codes to an [S, H, D] tensor.
+template <typename T>
+Tensor to_shd(const T* x, int64_t H, int64_t S, int64_t D, DType t) {
+  Tensor out({S, H, D}, t);
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t d = 0; d < D; ++d)
+        out.data[(s * H + h) * D + d] = static_cast<double>(x[(h * S + s) * D + d]);
+  return out;
+}
+
+Tensor matrix(const std::vector<float>& x, int64_t rows, int64_t cols, DType t) {
+  Tensor out({rows, cols}, t);
+  for (int64_t i = 0; i < rows * cols; ++i) out.data[i] = x[static_cast<size_t>(i)];
+  return out;
+}
+
+}  // namespace
+
+const char* sage2_accum_name(Sage2Accum a) {
+  switch (a) {
+    case Sage2Accum::fp32: return "fp32";
+    case Sage2Accum::fp32_fp32: return "fp32+fp32";
+    case Sage2Accum::fp32_fp16: return "fp32+fp16";
+  }
+  return "?";
+}
+
+Sage2Config sage2_preset(const std::string& preset) {
+  Sage2Config c;
+  c.preset = preset;
+  if (preset == "sm121" || preset == "sm120") return c;  // per_warp, fp32+fp16, 2.25
+  if (preset == "sm89") {
+    c.granularity = sage2::Granularity::per_thread;
+    return c;
+  }
+  if (preset == "sm90") {
+    c.granularity = sage2::Granularity::per_thread;
+    c.blkq = 64;
+    c.warpq = 16;
+    c.blkk = 128;
+    c.warpk = 128;
+    c.key_block = 128;
+    c.accum = Sage2Accum::fp32_fp32;
+    c.scale_max = 448.0f;
+    return c;
+  }
+  throw InputError("sage2: unknown preset '" + preset + "' (expected sm121, sm120, sm89 or sm90)");
+}
+
+AttentionResult sage2_attention(const AttentionProblem& problem, const Sage2Config& c) {
+  problem.validate();
+  const int64_t S = problem.q.S, H = problem.q.H, D = problem.q.D;
+  if (c.quant_qk && D > 1024)
+    throw InputError("sage2: head_dim " + std::to_string(D) +
+                     " > 1024 is beyond the emulation's exact int32 dot products");
+  if (c.key_block <= 0 || c.key_block % 32 != 0)
+    throw InputError("sage2: key_block " + std::to_string(c.key_block) + " is not a multiple of 32");
+  if (c.blkq <= 0) throw InputError("sage2: blkq must be positive");
+  const int64_t tiles = (S + c.blkq - 1) / c.blkq;
+  if (c.dump && (c.dump_head < 0 || c.dump_head >= H))
+    throw InputError("sage2: dump_head " + std::to_string(c.dump_head) + " is outside [0, " +
+                     std::to_string(H) + ")");
+  if (c.dump && (c.dump_qblock < 0 || c.dump_qblock >= tiles))
+    throw InputError("sage2: dump_qblock " + std::to_string(c.dump_qblock) + " is outside [0, " +
+                     std::to_string(tiles) + ")");
+
+  const Prepared pr = prepare(problem, c);
+  // sm_scale = f32(softmax_scale) * f32(log2 e), as the kernel receives it.
+  const float sm_scale = static_cast<float>(problem.softmax_scale) * 1.44269504088896340736f;
+
+  AttentionResult res;
+  res.out = Tensor({S, H, D}, c.round_out ? DType::bf16 : DType::f32);
+  Tensor p_dump;
+  if (c.dump) p_dump = Tensor({std::min(c.blkq, S - c.dump_qblock * c.blkq), S}, DType::f32);
+
+  // Tasks are independent and each runs in a fixed order: the bits do not
+  // depend on the thread count.
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t t = 0; t < H * tiles; ++t) {
+    const int64_t h = t / tiles, tile = t % tiles;
+    const int64_t r0 = tile * c.blkq, nr = std::min(c.blkq, S - r0);
+    Tensor* dump = (c.dump && h == c.dump_head && tile == c.dump_qblock) ? &p_dump : nullptr;
+    attend_tile(pr, c, sm_scale, h, r0, nr, res.out, dump);
+  }
+
+  res.stats["v_zero_channels"] = c.quant_v ? pr.v8.zero_channels : 0;
+  if (c.dump) {
+    if (c.quant_qk) {
+      res.intermediates["q_int8"] = to_shd(pr.q8.codes.data(), H, S, D, DType::i8);
+      res.intermediates["k_int8"] = to_shd(pr.k8.codes.data(), H, S, D, DType::i8);
+      res.intermediates["q_scale"] = matrix(pr.q8.scales, H, pr.q8.n_scales, DType::f32);
+      res.intermediates["k_scale"] = matrix(pr.k8.scales, H, pr.k8.n_scales, DType::f32);
+    }
+    if (c.smooth_k) res.intermediates["km"] = matrix(pr.km, H, D, problem.input_dtype);
+    if (c.quant_v) {
+      res.intermediates["v_fp8"] = to_shd(pr.v8.codes.data(), H, S, D, DType::u8);
+      res.intermediates["v_scale"] = matrix(pr.v8.scales, H, D, DType::f32);
+    }
+    res.intermediates["p_fp8"] = std::move(p_dump);
+  }
+  return res;
+}
+
+namespace {
+
+class Sage2Backend : public AttentionBackend {
+ public:
+  Sage2Backend(Sage2Config c, std::string name) : c_(std::move(c)), name_(std::move(name)) {}
+  std::string name() const override { return name_; }
+  nlohmann::json params() const override {
+    return {{"backend", "sage2"},
+            {"preset", c_.preset},
+            {"granularity", c_.granularity == sage2::Granularity::per_warp ? "per_warp" : "per_thread"},
+            {"blkq", c_.blkq},
+            {"warpq", c_.warpq},
+            {"blkk", c_.blkk},
+            {"warpk", c_.warpk},
+            {"key_block", c_.key_block},
+            {"accum", sage2_accum_name(c_.accum)},
+            {"scale_max", c_.scale_max},
+            {"smooth_k", c_.smooth_k},
+            {"quant_qk", c_.quant_qk},
+            {"quant_v", c_.quant_v},
+            {"round_p", c_.round_p},
+            {"round_out", c_.round_out}};
+  }
+  AttentionResult run(const AttentionProblem& problem) override {
+    return sage2_attention(problem, c_);
+  }
+
+ private:
+  Sage2Config c_;
+  std::string name_;
+};
+
+std::string fmt_num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::unique_ptr<AttentionBackend> make_sage2_backend(BackendParams& p) {
+  const std::string preset = p.get_choice("preset", "sm121", {"sm121", "sm120", "sm89", "sm90"});
+  const Sage2Config def = sage2_preset(preset);
+  Sage2Config c = def;
+  std::string suffix;
+  auto note = [&](const std::string& key, const std::string& value, bool changed) {
+    if (changed) suffix += "_" + key + "-" + value;
+  };
+
+  const std::string gran = p.get_choice(
+      "granularity", def.granularity == sage2::Granularity::per_warp ? "per_warp" : "per_thread",
+      {"per_warp", "per_thread"});
+  c.granularity = gran == "per_warp" ? sage2::Granularity::per_warp : sage2::Granularity::per_thread;
+  note("granularity", gran, c.granularity != def.granularity);
+
+  auto geom = [&](const char* key, int64_t& field, int64_t fallback) {
+    const long long v = p.get_int(key, fallback);
+    if (v <= 0 || v > (1 << 16))
+      throw InputError("backend '" + p.spec() + "': " + key + "=" + std::to_string(v) +
+                       " must be a positive token count");
+    field = v;
+    note(key, std::to_string(v), v != fallback);
+  };
+  geom("blkq", c.blkq, def.blkq);
+  geom("warpq", c.warpq, def.warpq);
+  geom("blkk", c.blkk, def.blkk);
+  geom("warpk", c.warpk, def.warpk);
+  geom("key_block", c.key_block, def.key_block);
+  if (c.blkq % c.warpq != 0 || c.blkk % c.warpk != 0)
+    throw InputError("backend '" + p.spec() + "': blkq must be a multiple of warpq and blkk of warpk");
+  if (c.granularity == sage2::Granularity::per_thread && (c.warpq % 8 != 0 || c.warpk % 8 != 0))
+    throw InputError("backend '" + p.spec() + "': per_thread needs warpq and warpk multiples of 8");
+  if (c.key_block != 64 && c.key_block != 128)
+    throw InputError("backend '" + p.spec() + "': key_block must be 64 or 128");
+
+  const std::string accum =
+      p.get_choice("accum", sage2_accum_name(def.accum), {"fp32", "fp32+fp32", "fp32+fp16"});
+  c.accum = accum == "fp32" ? Sage2Accum::fp32
+            : accum == "fp32+fp32" ? Sage2Accum::fp32_fp32
+                                   : Sage2Accum::fp32_fp16;
+  note("accum", accum, c.accum != def.accum);
+  // scale_max follows the accumulation mode unless given: 2.25 keeps fp16
+  // partial sums of 64 products below 65504, 448 uses FP8's whole range.
+  const float sm_default = c.accum == Sage2Accum::fp32_fp16 ? 2.25f : 448.0f;
+  const double sm = p.get_double("scale_max", sm_default);
+  if (!(sm > 0) || sm > 448)
+    throw InputError("backend '" + p.spec() + "': scale_max=" + fmt_num(sm) + " must be in (0, 448]");
+  c.scale_max = static_cast<float>(sm);
+  note("scale_max", fmt_num(sm), c.scale_max != sm_default);
+
+  auto flag = [&](const char* key, bool& field, bool fallback, bool in_name) {
+    field = p.get_bool(key, fallback);
+    if (in_name) note(key, field ? "on" : "off", field != fallback);
+  };
+  flag("smooth_k", c.smooth_k, def.smooth_k, true);
+  flag("quant_qk", c.quant_qk, true, true);
+  flag("quant_v", c.quant_v, true, true);
+  flag("round_p", c.round_p, true, true);
+  flag("round_out", c.round_out, true, true);
+  flag("dump", c.dump, false, false);
+  c.dump_qblock = p.get_int("dump_qblock", 0);
+  c.dump_head = p.get_int("dump_head", 0);
+  p.finish();
+  return std::make_unique<Sage2Backend>(c, "sage2_" + preset + suffix);
+}
+
+}  // namespace ts

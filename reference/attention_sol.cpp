@@ -1,0 +1,481 @@
+#include "reference/attention_sol.hpp"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numeric>
+
+#include "core/error.hpp"
+#include "reference/numerics/convert.hpp"
+#include "reference/numerics/detmath.hpp"
+#include "reference/sage2_quant.hpp"
+
+namespace ts {
+namespace {
+
+template <typename T>
+using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MapF = Eigen::Map<const RowMat<float>>;
+
+inline float expf_det(float x) { return static_cast<float>(detmath::exp(static_cast<double>(x))); }
+
+// Float32 mean of rows [start, start+n) of a [S][D] head, summed in token order.
+void block_mean(const float* x, int64_t D, int64_t start, int64_t n, float* out) {
+  std::fill(out, out + D, 0.0f);
+  for (int64_t s = start; s < start + n; ++s)
+    for (int64_t d = 0; d < D; ++d) out[d] += x[s * D + d];
+  const float fn = static_cast<float>(n);
+  for (int64_t d = 0; d < D; ++d) out[d] /= fn;
+}
+
+// Everything a (head, query block) task reads.
+struct SolPrepared {
+  int64_t H = 0, S = 0, D = 0, QB = 0, VB = 0;
+  std::vector<SolKeyBlock> blocks;
+  std::vector<int64_t> video_block_ids;  // index into blocks of each video block
+  sage2::HeadMajor q, k, v;
+  std::vector<float> kbar, vbar;         // [H][VB][D]
+  std::vector<double> r;                 // [H][QB][VB]
+  std::vector<uint8_t> mask;             // [H][QB][VB]
+  // int8 variants
+  std::vector<float> km;                 // [H][D]
+  sage2::Int8Tensor q8, k8;
+  // int8_qk_pv: V codes per key block and channel, scale per (head, block, channel)
+  std::vector<int8_t> v8;                // [H][S][D]
+  std::vector<float> v8_scale;           // [H][blocks][D]
+};
+
+void quantize_v_int8_blocks(SolPrepared& pr) {
+  const int64_t NB = static_cast<int64_t>(pr.blocks.size()), D = pr.D, S = pr.S;
+  pr.v8.assign(static_cast<size_t>(pr.H * S * D), 0);
+  pr.v8_scale.assign(static_cast<size_t>(pr.H * NB * D), 0.0f);
+#pragma omp parallel for schedule(static)
+  for (int64_t h = 0; h < pr.H; ++h) {
+    const float* x = pr.v.head(h);
+    for (int64_t b = 0; b < NB; ++b) {
+      const SolKeyBlock& kb = pr.blocks[b];
+      for (int64_t d = 0; d < D; ++d) {
+        // per_warp-style recipe per (block, channel): amax from 1e-7, rni.sat.
+        float amax = 1e-7f;
+        for (int64_t s = kb.start; s < kb.start + kb.length; ++s)
+          amax = std::max(amax, std::fabs(x[s * D + d]));
+        const float mult = 127.0f / amax;
+        pr.v8_scale[(h * NB + b) * D + d] = amax / 127.0f;
+        for (int64_t s = kb.start; s < kb.start + kb.length; ++s)
+          pr.v8[(h * S + s) * D + d] = num::int8_rni_sat(x[s * D + d] * mult);
+      }
+    }
+  }
+}
+
+SolPrepared prepare(const AttentionProblem& p, const SolConfig& c) {
+  SolPrepared pr;
+  pr.H = p.q.H;
+  pr.S = p.q.S;
+  pr.D = p.q.D;
+  pr.QB = (pr.S + c.block_q - 1) / c.block_q;
+  pr.blocks = sol_key_blocks(p.segments, c.block_k);
+  for (size_t b = 0; b < pr.blocks.size(); ++b)
+    if (pr.blocks[b].video) pr.video_block_ids.push_back(static_cast<int64_t>(b));
+  pr.VB = static_cast<int64_t>(pr.video_block_ids.size());
+  pr.q = sage2::to_head_major(p.q);
+  pr.k = sage2::to_head_major(p.k);
+  pr.v = sage2::to_head_major(p.v);
+  const int64_t H = pr.H, D = pr.D, QB = pr.QB, VB = pr.VB;
+  pr.kbar.assign(static_cast<size_t>(H * VB * D), 0.0f);
+  pr.vbar.assign(static_cast<size_t>(H * VB * D), 0.0f);
+  pr.r.assign(static_cast<size_t>(H * QB * VB), 0.0);
+  pr.mask.assign(static_cast<size_t>(H * QB * VB), 0);
+
+#pragma omp parallel for schedule(static)
+  for (int64_t h = 0; h < H; ++h) {
+    for (int64_t j = 0; j < VB; ++j) {
+      const SolKeyBlock& kb = pr.blocks[pr.video_block_ids[j]];
+      block_mean(pr.k.head(h), D, kb.start, kb.length, pr.kbar.data() + (h * VB + j) * D);
+      block_mean(pr.v.head(h), D, kb.start, kb.length, pr.vbar.data() + (h * VB + j) * D);
+    }
+    std::vector<float> qbar(static_cast<size_t>(D));
+    std::vector<double> r(static_cast<size_t>(VB));
+    for (int64_t i = 0; i < QB; ++i) {
+      const int64_t q0 = i * c.block_q, nq = std::min(c.block_q, pr.S - q0);
+      block_mean(pr.q.head(h), D, q0, nq, qbar.data());
+      // r_ij = q̄_i · k̄_j · softmax_scale from the float32 means, in float64.
+      for (int64_t j = 0; j < VB; ++j) {
+        const float* kb = pr.kbar.data() + (h * VB + j) * D;
+        double dot = 0.0;
+        for (int64_t d = 0; d < D; ++d) dot += static_cast<double>(qbar[d]) * kb[d];
+        r[j] = dot * p.softmax_scale;
+        pr.r[(h * QB + i) * VB + j] = r[j];
+      }
+      if (VB == 0) continue;
+      const std::vector<uint8_t> m = sol_route(r, c);
+      std::copy(m.begin(), m.end(), pr.mask.begin() + (h * QB + i) * VB);
+    }
+  }
+
+  if (c.precision != SolPrecision::bf16) {
+    // Q/K as sage2's per_warp kernel over the whole packed sequence, K smoothed.
+    pr.km = sage2::smoothing_mean(pr.k, p.input_dtype);
+    const sage2::HeadMajor ks =
+        sage2::subtract_mean(pr.k, pr.km, sage2::Granularity::per_warp, p.input_dtype);
+    pr.q8 = sage2::quantize_int8(pr.q, {sage2::Granularity::per_warp, true, 128, 32});
+    pr.k8 = sage2::quantize_int8(ks, {sage2::Granularity::per_warp, false, 64, 64});
+  }
+  if (c.precision == SolPrecision::int8_qk_pv) quantize_v_int8_blocks(pr);
+  return pr;
+}
+
+void attend_block(const SolPrepared& pr, const SolConfig& c, float scale, int64_t h, int64_t i,
+                  Tensor& out) {
+  const int64_t S = pr.S, D = pr.D, VB = pr.VB;
+  const int64_t q0 = i * c.block_q, nr = std::min(c.block_q, S - q0);
+  const uint8_t* mask = pr.mask.data() + (h * pr.QB + i) * VB;
+
+  // Attended blocks (routed video, every conditioning block) in token order.
+  std::vector<int64_t> att_blocks, unrouted;
+  int64_t n = 0;
+  for (size_t b = 0; b < pr.blocks.size(); ++b) {
+    const SolKeyBlock& kb = pr.blocks[b];
+    if (!kb.video || mask[kb.video_index]) {
+      att_blocks.push_back(static_cast<int64_t>(b));
+      n += kb.length;
+    } else if (c.compensation) {
+      unrouted.push_back(kb.video_index);
+    }
+  }
+  const bool int8 = c.precision != SolPrecision::bf16;
+
+  // Gather the attended keys (and values) into contiguous rows.
+  RowMat<float> kg(n, D), vg(n, D);
+  std::vector<float> ks(static_cast<size_t>(n));
+  {
+    int64_t row = 0;
+    for (int64_t b : att_blocks) {
+      const SolKeyBlock& kb = pr.blocks[b];
+      for (int64_t s = kb.start; s < kb.start + kb.length; ++s, ++row) {
+        for (int64_t d = 0; d < D; ++d) {
+          kg(row, d) = int8 ? static_cast<float>(pr.k8.head(h)[s * D + d]) : pr.k.head(h)[s * D + d];
+          vg(row, d) = c.precision == SolPrecision::int8_qk_pv
+                           ? static_cast<float>(pr.v8[(h * S + s) * D + d])
+                           : pr.v.head(h)[s * D + d];
+        }
+        if (int8) ks[row] = pr.k8.scale(h, s);
+      }
+    }
+  }
+
+  // Real-key logits. bf16: float32 dot products of the bf16 values times
+  // f32(softmax_scale). int8: the exact int32 dot (float GEMM of codes, exact
+  // for D <= 1024) times (q_scale * k_scale), then f32(softmax_scale).
+  RowMat<float> sc(nr, n);
+  if (int8) {
+    const RowMat<float> qf =
+        Eigen::Map<const RowMat<int8_t>>(pr.q8.head(h) + q0 * D, nr, D).cast<float>();
+    sc.noalias() = qf * kg.transpose();
+    for (int64_t r = 0; r < nr; ++r) {
+      const float qs = pr.q8.scale(h, q0 + r);
+      for (int64_t j = 0; j < n; ++j) sc(r, j) = (sc(r, j) * (qs * ks[j])) * scale;
+    }
+  } else {
+    sc.noalias() = MapF(pr.q.head(h) + q0 * D, nr, D) * kg.transpose();
+    sc *= scale;
+  }
+
+  // Pseudo-key logits q · k̄_j · scale + ln(n_j); int8 variants use k̄_j − km,
+  // the smoothing shift the real keys' logits carry. q is unquantised.
+  const int64_t nu = static_cast<int64_t>(unrouted.size());
+  RowMat<float> ps(nr, std::max<int64_t>(nu, 1));
+  {
+    std::vector<float> kc(static_cast<size_t>(D));
+    for (int64_t u = 0; u < nu; ++u) {
+      const int64_t j = unrouted[u];
+      const float* kb = pr.kbar.data() + (h * VB + j) * D;
+      for (int64_t d = 0; d < D; ++d) kc[d] = int8 ? kb[d] - pr.km[h * D + d] : kb[d];
+      const float ln_n = static_cast<float>(
+          detmath::log(static_cast<double>(pr.blocks[pr.video_block_ids[j]].length)));
+      for (int64_t r = 0; r < nr; ++r) {
+        const float* q = pr.q.head(h) + (q0 + r) * D;
+        float dot = 0.0f;
+        for (int64_t d = 0; d < D; ++d) dot += q[d] * kc[d];
+        ps(r, u) = dot * scale + ln_n;
+      }
+    }
+  }
+
+  // Softmax over real and pseudo keys together, float32; the denominator sums
+  // the unrounded P, real keys in token order then pseudo-keys.
+  std::vector<float> den(static_cast<size_t>(nr));
+  for (int64_t r = 0; r < nr; ++r) {
+    float m = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < n; ++j) m = std::max(m, sc(r, j));
+    for (int64_t u = 0; u < nu; ++u) m = std::max(m, ps(r, u));
+    float l = 0.0f;
+    for (int64_t j = 0; j < n; ++j) l += (sc(r, j) = expf_det(sc(r, j) - m));
+    for (int64_t u = 0; u < nu; ++u) l += (ps(r, u) = expf_det(ps(r, u) - m));
+    den[r] = l;
+  }
+
+  RowMat<float> acc(nr, D);
+  if (c.precision != SolPrecision::int8_qk_pv) {
+    acc.noalias() = sc * vg;
+  } else {
+    // INT8 P·V per attended key block: P per (row, block) with scale
+    // amax/127 (amax from 1e-7), rni.sat codes; V per (block, channel) the
+    // same way; the exact int32 block sum (float GEMM of codes: |sum| <
+    // 127^2 * 1024 < 2^24) is dequantised as (sum * p_scale) * v_scale and
+    // added into the float32 output block by block in token order.
+    acc.setZero();
+    const int64_t NB = static_cast<int64_t>(pr.blocks.size());
+    int64_t row0 = 0;
+    RowMat<float> pc, dot;
+    std::vector<float> pscale(static_cast<size_t>(nr));
+    for (int64_t b : att_blocks) {
+      const int64_t len = pr.blocks[b].length;
+      pc.resize(nr, len);
+      for (int64_t r = 0; r < nr; ++r) {
+        float amax = 1e-7f;
+        for (int64_t j = 0; j < len; ++j) amax = std::max(amax, sc(r, row0 + j));
+        const float mult = 127.0f / amax;
+        pscale[r] = amax / 127.0f;
+        for (int64_t j = 0; j < len; ++j) pc(r, j) = num::int8_rni_sat(sc(r, row0 + j) * mult);
+      }
+      dot.noalias() = pc * vg.middleRows(row0, len);
+      const float* vs = pr.v8_scale.data() + (h * NB + b) * D;
+      for (int64_t r = 0; r < nr; ++r)
+        for (int64_t d = 0; d < D; ++d) acc(r, d) += (dot(r, d) * pscale[r]) * vs[d];
+      row0 += len;
+    }
+  }
+  for (int64_t u = 0; u < nu; ++u) {
+    const float* vb = pr.vbar.data() + (h * VB + unrouted[u]) * D;
+    for (int64_t r = 0; r < nr; ++r)
+      for (int64_t d = 0; d < D; ++d) acc(r, d) += ps(r, u) * vb[d];
+  }
+  for (int64_t r = 0; r < nr; ++r)
+    for (int64_t d = 0; d < D; ++d) {
+      const float o = acc(r, d) / den[r];
+      out.data[((q0 + r) * pr.H + h) * D + d] = c.round_out ? num::bf16_round(o) : o;
+    }
+}
+
+std::string fmt_num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+}  // namespace
+
+const char* sol_precision_name(SolPrecision p) {
+  switch (p) {
+    case SolPrecision::bf16: return "bf16";
+    case SolPrecision::int8_qk: return "int8_qk";
+    case SolPrecision::int8_qk_pv: return "int8_qk_pv";
+  }
+  return "?";
+}
+
+const char* sol_selector_name(SolSelector s) {
+  switch (s) {
+    case SolSelector::zscore: return "zscore";
+    case SolSelector::topk: return "topk";
+    case SolSelector::cdf: return "cdf";
+  }
+  return "?";
+}
+
+std::vector<SolKeyBlock> sol_key_blocks(const std::vector<Segment>& segments, int64_t block_k) {
+  if (block_k <= 0) throw InputError("sol: block_k must be positive");
+  std::vector<SolKeyBlock> out;
+  int64_t vidx = 0;
+  for (const Segment& seg : segments)
+    for (int64_t s = seg.start; s < seg.end(); s += block_k) {
+      SolKeyBlock b;
+      b.start = s;
+      b.length = std::min(block_k, seg.end() - s);
+      b.video = seg.video;
+      b.video_index = seg.video ? vidx++ : -1;
+      out.push_back(b);
+    }
+  return out;
+}
+
+std::vector<uint8_t> sol_route(const std::vector<double>& r, const SolConfig& c) {
+  const size_t n = r.size();
+  std::vector<uint8_t> m(n, 0);
+  if (n == 0) return m;
+  const size_t best = static_cast<size_t>(std::max_element(r.begin(), r.end()) - r.begin());
+  // Blocks by descending r, ties by index.
+  auto ranked = [&] {
+    std::vector<size_t> idx(n);
+    std::iota(idx.begin(), idx.end(), size_t{0});
+    std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return r[a] > r[b]; });
+    return idx;
+  };
+  switch (c.selector) {
+    case SolSelector::zscore: {
+      if (c.tau <= -100.0) {
+        std::fill(m.begin(), m.end(), 1);
+        break;
+      }
+      double mean = 0.0;
+      for (double x : r) mean += x;
+      mean /= static_cast<double>(n);
+      double var = 0.0;
+      for (double x : r) var += (x - mean) * (x - mean);
+      const double sd = std::sqrt(var / static_cast<double>(n));  // population std
+      if (sd == 0.0) {
+        std::fill(m.begin(), m.end(), 1);
+        break;
+      }
+      for (size_t j = 0; j < n; ++j) m[j] = (r[j] - mean) / sd >= c.tau ? 1 : 0;
+      break;
+    }
+    case SolSelector::topk: {
+      const auto idx = ranked();
+      size_t count = static_cast<size_t>(std::ceil(c.topk * static_cast<double>(n)));
+      count = std::clamp<size_t>(count, 1, n);
+      for (size_t t = 0; t < count; ++t) m[idx[t]] = 1;
+      break;
+    }
+    case SolSelector::cdf: {
+      // SpargeAttn's cdfthreshd: the smallest set of highest-r blocks whose
+      // softmax(r) mass reaches the threshold.
+      const auto idx = ranked();
+      std::vector<double> e(n);
+      double total = 0.0;
+      for (size_t j = 0; j < n; ++j) total += (e[j] = detmath::exp(r[j] - r[best]));
+      double cum = 0.0;
+      for (size_t t = 0; t < n; ++t) {
+        m[idx[t]] = 1;
+        cum += e[idx[t]] / total;
+        if (cum >= c.cdf) break;
+      }
+      break;
+    }
+  }
+  m[best] = 1;
+  return m;
+}
+
+AttentionResult sol_attention(const AttentionProblem& problem, const SolConfig& c) {
+  problem.validate();
+  if (c.block_q <= 0 || c.block_k <= 0 || c.block_k > 1024)
+    throw InputError("sol: block_q must be positive and block_k in [1, 1024]");
+  if (c.precision != SolPrecision::bf16 && problem.q.D > 1024)
+    throw InputError("sol: int8 precision needs head_dim <= 1024");
+  const SolPrepared pr = prepare(problem, c);
+  const int64_t S = pr.S, H = pr.H, D = pr.D, QB = pr.QB, VB = pr.VB;
+  const float scale = static_cast<float>(problem.softmax_scale);
+
+  AttentionResult res;
+  res.out = Tensor({S, H, D}, c.round_out ? DType::bf16 : DType::f32);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t t = 0; t < H * QB; ++t) attend_block(pr, c, scale, t / QB, t % QB, res.out);
+
+  // Routed density: mean of the mask over [heads, query blocks, video blocks].
+  nlohmann::json per_head = nlohmann::json::array();
+  int64_t total = 0;
+  for (int64_t h = 0; h < H; ++h) {
+    int64_t routed = 0;
+    for (int64_t i = 0; i < QB * VB; ++i) routed += pr.mask[h * QB * VB + i];
+    total += routed;
+    if (VB > 0)
+      per_head.push_back(static_cast<double>(routed) / static_cast<double>(QB * VB));
+    else
+      per_head.push_back(nullptr);
+  }
+  res.stats["density"] = VB > 0 ? nlohmann::json(static_cast<double>(total) /
+                                                  static_cast<double>(H * QB * VB))
+                                : nlohmann::json(nullptr);
+  res.stats["density_per_head"] = per_head;
+  res.stats["video_blocks"] = VB;
+  res.stats["query_blocks"] = QB;
+
+  if (c.dump) {
+    Tensor mask({H, QB, VB}, DType::u8), r({H, QB, VB}, DType::f64), vb({VB, 2}, DType::i64);
+    for (size_t i = 0; i < pr.mask.size(); ++i) {
+      mask.data[i] = pr.mask[i];
+      r.data[i] = pr.r[i];
+    }
+    for (int64_t j = 0; j < VB; ++j) {
+      const SolKeyBlock& b = pr.blocks[pr.video_block_ids[j]];
+      vb.data[j * 2] = static_cast<double>(b.start);
+      vb.data[j * 2 + 1] = static_cast<double>(b.length);
+    }
+    res.intermediates["route_mask"] = std::move(mask);
+    res.intermediates["routing_r"] = std::move(r);
+    res.intermediates["video_blocks"] = std::move(vb);
+  }
+  return res;
+}
+
+namespace {
+
+class SolBackend : public AttentionBackend {
+ public:
+  SolBackend(SolConfig c, std::string name) : c_(std::move(c)), name_(std::move(name)) {}
+  std::string name() const override { return name_; }
+  nlohmann::json params() const override {
+    return {{"backend", "sol"},
+            {"tau", c_.tau},
+            {"block_q", c_.block_q},
+            {"block_k", c_.block_k},
+            {"selector", sol_selector_name(c_.selector)},
+            {"topk", c_.topk},
+            {"cdf", c_.cdf},
+            {"compensation", c_.compensation},
+            {"precision", sol_precision_name(c_.precision)},
+            {"round_out", c_.round_out}};
+  }
+  AttentionResult run(const AttentionProblem& problem) override { return sol_attention(problem, c_); }
+
+ private:
+  SolConfig c_;
+  std::string name_;
+};
+
+}  // namespace
+
+std::unique_ptr<AttentionBackend> make_sol_backend(BackendParams& p) {
+  SolConfig c;
+  const SolConfig def;
+  c.tau = p.get_double("tau", def.tau);
+  c.block_q = p.get_int("block_q", def.block_q);
+  c.block_k = p.get_int("block_k", def.block_k);
+  if (c.block_q <= 0 || c.block_k <= 0 || c.block_k > 1024 || c.block_q > (1 << 20))
+    throw InputError("backend '" + p.spec() + "': block_q must be positive and block_k in [1, 1024]");
+  const std::string sel = p.get_choice("selector", "zscore", {"zscore", "topk", "cdf"});
+  c.selector = sel == "zscore" ? SolSelector::zscore : sel == "topk" ? SolSelector::topk : SolSelector::cdf;
+  c.topk = p.get_double("topk", def.topk);
+  if (!(c.topk > 0 && c.topk <= 1))
+    throw InputError("backend '" + p.spec() + "': topk=" + fmt_num(c.topk) + " must be in (0, 1]");
+  c.cdf = p.get_double("cdf", def.cdf);
+  if (!(c.cdf > 0 && c.cdf <= 1))
+    throw InputError("backend '" + p.spec() + "': cdf=" + fmt_num(c.cdf) + " must be in (0, 1]");
+  c.compensation = p.get_bool("compensation", true);
+  const std::string prec = p.get_choice("precision", "bf16", {"bf16", "int8_qk", "int8_qk_pv"});
+  c.precision = prec == "bf16" ? SolPrecision::bf16
+                : prec == "int8_qk" ? SolPrecision::int8_qk
+                                    : SolPrecision::int8_qk_pv;
+  c.round_out = p.get_bool("round_out", true);
+  c.dump = p.get_bool("dump", false);
+  p.finish();
+
+  std::string name = "sol_";
+  switch (c.selector) {
+    case SolSelector::zscore: name += "tau" + fmt_num(c.tau); break;
+    case SolSelector::topk: name += "topk" + fmt_num(c.topk); break;
+    case SolSelector::cdf: name += "cdf" + fmt_num(c.cdf); break;
+  }
+  name += std::string("_") + prec;
+  if (c.block_q != def.block_q) name += "_bq" + std::to_string(c.block_q);
+  if (c.block_k != def.block_k) name += "_bk" + std::to_string(c.block_k);
+  if (!c.compensation) name += "_nocomp";
+  if (!c.round_out) name += "_f32out";
+  return std::make_unique<SolBackend>(c, name);
+}
+
+}  // namespace ts

@@ -1,0 +1,58 @@
+#pragma once
+// The `sol` routed attention family (numerics.md "Attention: the sol routed
+// family"): video keys in blocks summarised by their means, per query block a
+// routing over video blocks, exact attention to routed blocks and to every
+// conditioning token, one compensated pseudo-key per unrouted block.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "reference/attention_problem.hpp"
+#include "reference/backend_params.hpp"
+
+namespace ts {
+
+enum class SolSelector { zscore, topk, cdf };
+enum class SolPrecision { bf16, int8_qk, int8_qk_pv };
+
+struct SolConfig {
+  double tau = 1.3;  // zscore threshold; tau <= -100 routes every block
+  int64_t block_q = 128, block_k = 64;
+  SolSelector selector = SolSelector::zscore;
+  double topk = 0.1;  // fraction of video blocks routed (selector topk), at least one
+  double cdf = 0.9;   // softmax mass of r routed (selector cdf), at least one block
+  bool compensation = true;
+  SolPrecision precision = SolPrecision::bf16;
+  bool round_out = true;  // bf16 output; off keeps float32 (tests)
+  bool dump = false;      // intermediates: route_mask, routing_r, video_blocks
+};
+
+const char* sol_precision_name(SolPrecision p);
+const char* sol_selector_name(SolSelector s);
+
+// A block of keys: video blocks (routed) are cut per video segment into
+// block_k tokens (the last of a segment may be short); conditioning segments
+// are cut the same way (never routed; int8_qk_pv's V/P scale blocks).
+struct SolKeyBlock {
+  int64_t start = 0, length = 0;
+  bool video = true;
+  int64_t video_index = -1;  // index among video blocks, -1 for conditioning
+};
+std::vector<SolKeyBlock> sol_key_blocks(const std::vector<Segment>& segments, int64_t block_k);
+
+// Routing of one query block over its video blocks' scores r (size >= 1):
+// 1 for routed. The largest r is always routed (first on ties).
+std::vector<uint8_t> sol_route(const std::vector<double>& r, const SolConfig& cfg);
+
+// Output [S, H, D] bf16 (float32 when round_out is off). stats: density,
+// density_per_head, video_blocks, query_blocks. Intermediates when dump:
+// route_mask [H, QB, VB] uint8, routing_r [H, QB, VB] float64 (r_ij),
+// video_blocks [VB, 2] int64 (start, length).
+AttentionResult sol_attention(const AttentionProblem& problem, const SolConfig& cfg);
+
+// kind "sol": tau, block_q, block_k, selector, topk, cdf, compensation,
+// precision, round_out, dump.
+std::unique_ptr<AttentionBackend> make_sol_backend(BackendParams& p);
+
+}  // namespace ts

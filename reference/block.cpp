@@ -1,0 +1,258 @@
+#include "reference/block.hpp"
+
+#include <chrono>
+#include <cmath>
+
+#include "core/error.hpp"
+#include "reference/block_linear.hpp"
+#include "reference/block_stages.hpp"
+
+namespace ts {
+
+LinearMode linear_mode_from_name(const std::string& name) {
+  if (name == "fp64") return LinearMode::fp64;
+  if (name == "bf16") return LinearMode::bf16;
+  if (name == "nvfp4") return LinearMode::nvfp4;
+  throw InputError("unknown linear mode '" + name + "' (expected fp64, bf16 or nvfp4)");
+}
+
+const char* linear_mode_name(LinearMode mode) {
+  switch (mode) {
+    case LinearMode::fp64: return "fp64";
+    case LinearMode::bf16: return "bf16";
+    case LinearMode::nvfp4: return "nvfp4";
+  }
+  throw InternalError("linear_mode_name: unknown mode");
+}
+
+const std::vector<std::string>& block_stage_names() {
+  static const std::vector<std::string> names = {
+      "norm1",    "modulate1", "qkv",       "q_rope", "k_rope", "attention", "out_proj",
+      "residual1", "norm2",    "modulate2", "fc1",    "swiglu", "fc2",       "output"};
+  return names;
+}
+
+const Tensor& BlockInputs::weight(const std::string& name) const {
+  auto it = weights.find(name);
+  if (it == weights.end()) throw InputError("block: missing weight '" + name + "'");
+  return it->second;
+}
+
+const Tensor* BlockInputs::bias(const std::string& name) const {
+  auto it = weights.find(name);
+  return it == weights.end() ? nullptr : &it->second;
+}
+
+void BlockInputs::validate(const std::string& where) const {
+  const BlockConfig& c = config;
+  const int64_t S = c.tokens(), M = c.hidden, H = c.heads, D = c.head_dim, F = c.ffn_hidden;
+  auto expect = [&](const Tensor& t, const std::string& name, std::vector<int64_t> shape) {
+    if (t.shape != shape) {
+      Tensor probe;
+      probe.shape = shape;
+      throw InputError(where + ": " + name + " has shape " + t.shape_string() + ", expected " +
+                       probe.shape_string());
+    }
+    for (double v : t.data)
+      if (!std::isfinite(v)) throw InputError(where + ": " + name + " holds NaN or Inf");
+  };
+  expect(x, "x", {S, M});
+  if (modulation.rank() != 3 || modulation.dim(0) < 1)
+    throw InputError(where + ": modulation has shape " + modulation.shape_string() +
+                     ", expected [R, 6, " + std::to_string(M) + "]");
+  const int64_t R = modulation.dim(0);
+  expect(modulation, "modulation", {R, 6, M});
+  if (modulation_row.empty()) {
+    if (R != 1)
+      throw InputError(where + ": modulation has " + std::to_string(R) +
+                       " rows but modulation_row is absent (needed when R > 1)");
+  } else {
+    if (static_cast<int64_t>(modulation_row.size()) != S)
+      throw InputError(where + ": modulation_row has " + std::to_string(modulation_row.size()) +
+                       " entries, expected " + std::to_string(S));
+    for (size_t s = 0; s < modulation_row.size(); ++s)
+      if (modulation_row[s] < 0 || modulation_row[s] >= R)
+        throw InputError(where + ": modulation_row[" + std::to_string(s) + "] = " +
+                         std::to_string(modulation_row[s]) + " is outside [0, " +
+                         std::to_string(R) + ")");
+  }
+  expect(positions, "positions", {S, 3});
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> required = {
+      {"norm1_w", {M}},         {"norm2_w", {M}},   {"w_qkv", {3 * H * D, M}},
+      {"q_norm", {D}},          {"k_norm", {D}},    {"w_out", {M, H * D}},
+      {"w_fc1", {2 * F, M}},    {"w_fc2", {M, F}}};
+  for (const auto& [name, shape] : required) expect(weight(name), "weights/" + name, shape);
+  const std::vector<std::pair<std::string, int64_t>> biases = {
+      {"b_qkv", 3 * H * D}, {"b_out", M}, {"b_fc1", 2 * F}, {"b_fc2", M}};
+  for (const auto& [name, n] : biases)
+    if (const Tensor* b = bias(name)) expect(*b, "weights/" + name, {n});
+  for (const auto& [name, t] : weights) {
+    bool known = false;
+    for (const auto& r : required) known = known || r.first == name;
+    for (const auto& r : biases) known = known || r.first == name;
+    if (!known) throw InputError(where + ": unknown weight 'weights/" + name + "'");
+  }
+}
+
+BlockInputs block_inputs_from_map(const BlockConfig& config, std::map<std::string, Tensor>&& block,
+                                  const std::string& where) {
+  BlockInputs in;
+  in.config = config;
+  auto take = [&](const std::string& name) {
+    auto it = block.find(name);
+    if (it == block.end()) throw InputError(where + ": /block/" + name + " is missing");
+    Tensor t = std::move(it->second);
+    block.erase(it);
+    return t;
+  };
+  in.x = take("x");
+  in.modulation = take("modulation");
+  in.positions = take("positions");
+  if (auto it = block.find("modulation_row"); it != block.end()) {
+    const Tensor& r = it->second;
+    for (double v : r.data) {
+      if (v != std::floor(v) || v < 0 || v > 2147483647.0)
+        throw InputError(where + ": /block/modulation_row holds a value that is not a row index");
+      in.modulation_row.push_back(static_cast<int32_t>(v));
+    }
+    block.erase(it);
+  }
+  const std::string prefix = "weights/";
+  for (auto it = block.begin(); it != block.end();) {
+    if (it->first.rfind(prefix, 0) == 0) {
+      in.weights.emplace(it->first.substr(prefix.size()), std::move(it->second));
+      it = block.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  in.validate(where);
+  return in;
+}
+
+std::string block_output_name(const BlockOptions& opts, const std::string& attention_name) {
+  std::string lin = linear_mode_name(opts.linear);
+  if (opts.linear == LinearMode::nvfp4) lin += "-" + opts.recipe;
+  return "block_" + lin + "_" + attention_name;
+}
+
+nlohmann::json block_params(const BlockOptions& opts, const AttentionBackend& attention) {
+  nlohmann::json p = {{"linear", linear_mode_name(opts.linear)},
+                      {"attention", attention.name()},
+                      {"attention_params", attention.params()}};
+  if (opts.linear == LinearMode::nvfp4) {
+    p["recipe"] = opts.recipe;
+    p["activation_scale"] = "dynamic";
+  }
+  p["activations"] = opts.linear == LinearMode::fp64 ? "float64" : "bfloat16";
+  return p;
+}
+
+namespace {
+
+class Timer {
+ public:
+  Timer() : t0_(std::chrono::steady_clock::now()) {}
+  double ms() const {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point t0_;
+};
+
+}  // namespace
+
+BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const BlockOptions& opts) {
+  in.validate("block");
+  if (opts.linear == LinearMode::nvfp4 && opts.recipe.empty())
+    throw InputError("block: nvfp4 needs a recipe (te or modelopt)");
+  for (const auto& k : opts.keep) {
+    bool known = false;
+    for (const auto& n : block_stage_names()) known = known || n == k;
+    if (!known) throw InputError("block: unknown stage '" + k + "'");
+  }
+  const BlockConfig& c = in.config;
+  const int64_t S = in.tokens(), M = c.hidden, H = c.heads, D = c.head_dim, F = c.ffn_hidden;
+  const blk::Arith ar = opts.linear == LinearMode::fp64 ? blk::Arith::f64 : blk::Arith::bf16;
+  const blk::LinearSpec lin{opts.linear, opts.recipe, opts.chunk_tokens};
+
+  BlockResult res;
+  std::map<std::string, Tensor>& st = res.stages;
+  const Timer total;
+  auto timed = [&](const std::string& name, auto&& fn) {
+    const Timer t;
+    st[name] = fn();
+    res.stage_ms[name] = t.ms();
+  };
+  // A stage that is not asked for is dropped once nothing later reads it.
+  auto done_with = [&](const std::string& name) {
+    if (opts.keep.empty()) return;
+    for (const auto& k : opts.keep)
+      if (k == name) return;
+    st.erase(name);
+  };
+  auto linear = [&](const Tensor& xin, int64_t K, const std::string& w, const std::string& b,
+                    std::vector<int64_t> shape) {
+    return blk::linear_stage(xin.ptr(), S, K, in.weight(w), in.bias(b), lin, std::move(shape));
+  };
+
+  timed("norm1", [&] { return blk::rms_norm_stage(in.x, in.weight("norm1_w"), c.rms_eps, ar); });
+  timed("modulate1", [&] { return blk::modulate_stage(st["norm1"], in, kShiftMsa, kScaleMsa, ar); });
+  done_with("norm1");
+  timed("qkv", [&] { return linear(st["modulate1"], M, "w_qkv", "b_qkv", {S, 3, H, D}); });
+  done_with("modulate1");
+  timed("q_rope", [&] { return blk::qk_rope_stage(st["qkv"], 0, in.weight("q_norm"), in, ar); });
+  timed("k_rope", [&] { return blk::qk_rope_stage(st["qkv"], 1, in.weight("k_norm"), in, ar); });
+  timed("attention", [&] {
+    AttentionProblem p;
+    p.q = BSHDView::of(st["q_rope"]);
+    p.k = BSHDView::of(st["k_rope"]);
+    // v is read in place from qkv [S, 3, H, D].
+    p.v = p.q;
+    p.v.p = st["qkv"].ptr() + 2 * H * D;
+    p.v.sS = 3 * H * D;
+    p.input_dtype = ar == blk::Arith::f64 ? DType::f64 : DType::bf16;
+    p.segments = c.segments;
+    p.softmax_scale = c.softmax_scale;
+    p.config = c;
+    p.validate();
+    AttentionResult r = attention.run(p);
+    if (r.out.shape != std::vector<int64_t>{S, H, D})
+      throw InternalError("block: attention backend '" + attention.name() + "' returned shape " +
+                          r.out.shape_string());
+    res.attention_stats = r.stats;
+    if (ar == blk::Arith::bf16 && r.out.dtype != DType::bf16) {
+      for (double& v : r.out.data) v = blk::bf16_round_f64(v);
+      r.out.dtype = DType::bf16;
+    }
+    return std::move(r.out);
+  });
+  done_with("qkv");
+  done_with("q_rope");
+  done_with("k_rope");
+  timed("out_proj", [&] { return linear(st["attention"], H * D, "w_out", "b_out", {S, M}); });
+  done_with("attention");
+  timed("residual1", [&] {
+    return blk::gated_residual_stage(in.x, st["out_proj"], in, kGateMsa, ar);
+  });
+  done_with("out_proj");
+  timed("norm2", [&] { return blk::rms_norm_stage(st["residual1"], in.weight("norm2_w"), c.rms_eps, ar); });
+  timed("modulate2", [&] { return blk::modulate_stage(st["norm2"], in, kShiftMlp, kScaleMlp, ar); });
+  done_with("norm2");
+  timed("fc1", [&] { return linear(st["modulate2"], M, "w_fc1", "b_fc1", {S, 2 * F}); });
+  done_with("modulate2");
+  timed("swiglu", [&] { return blk::swiglu_stage(st["fc1"], ar); });
+  done_with("fc1");
+  timed("fc2", [&] { return linear(st["swiglu"], F, "w_fc2", "b_fc2", {S, M}); });
+  done_with("swiglu");
+  timed("output", [&] {
+    return blk::gated_residual_stage(st["residual1"], st["fc2"], in, kGateMlp, ar);
+  });
+  done_with("residual1");
+  done_with("fc2");
+  res.total_ms = total.ms();
+  return res;
+}
+
+}  // namespace ts

@@ -1,0 +1,135 @@
+// Metrics against hand-computed values, undefined relative metrics, NaN,
+// ulp distances at each storage type, breakdowns and thread-count determinism.
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "catch.hpp"
+#include "core/error.hpp"
+#include "gates/metrics.hpp"
+
+using namespace ts;
+
+namespace {
+Tensor vec(std::vector<double> v, DType t = DType::f64) {
+  Tensor x({static_cast<int64_t>(v.size())}, t);
+  x.data = std::move(v);
+  return x;
+}
+}  // namespace
+
+TEST_CASE("metrics match hand-computed values") {
+  const auto a = vec({1, 2, 3, 4}), b = vec({1, 2, 2, 4});
+  const MetricSet m = compute_metrics(a, b);
+  REQUIRE(m.count == 4);
+  REQUIRE(m.rel_l2.has_value());
+  CHECK(*m.rel_l2 == Approx(0.2).epsilon(1e-15));  // ||(0,0,1,0)|| / ||b|| = 1/5
+  CHECK(*m.cosine == Approx(27.0 / (std::sqrt(30.0) * 5.0)).epsilon(1e-15));
+  CHECK(*m.rel_l1 == Approx(1.0 / 9.0).epsilon(1e-15));
+  CHECK(m.rmse == Approx(0.5));
+  CHECK(m.max_abs == 1.0);
+  CHECK(m.mean_abs == 0.25);
+  CHECK(m.nonfinite == 0);
+  CHECK(m.zero_fraction == 0.0);
+  CHECK(*m.get("rel_l2") == Approx(0.2));
+  REQUIRE_THROWS_AS(m.get("rel_l3"), InputError);
+}
+
+TEST_CASE("relative metrics are undefined, not divided, when ||b|| = 0") {
+  const auto a = vec({0.5, 0, -1, 0}), b = vec({0, 0, 0, 0});
+  const MetricSet m = compute_metrics(a, b);
+  CHECK_FALSE(m.rel_l2.has_value());
+  CHECK_FALSE(m.rel_l1.has_value());
+  CHECK_FALSE(m.cosine.has_value());
+  CHECK(m.max_abs == 1.0);
+  CHECK(m.zero_fraction == 0.5);
+  CHECK(m.zero_fraction_ref == 1.0);
+  CHECK_FALSE(m.get("rel_l2").has_value());
+  CHECK(m.to_json()["rel_l2"].is_null());
+}
+
+TEST_CASE("NaN and Inf in the candidate are counted and poison the figures") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const auto a = vec({1, nan, 3, std::numeric_limits<double>::infinity()}), b = vec({1, 2, 3, 4});
+  const MetricSet m = compute_metrics(a, b);
+  CHECK(m.nonfinite == 2);
+  CHECK(m.nonfinite_ref == 0);
+  REQUIRE(m.rel_l2.has_value());
+  CHECK(std::isnan(*m.rel_l2));
+  CHECK(std::isnan(m.max_abs));
+  CHECK(std::isinf(m.ulp_max));
+  CHECK(m.to_json()["rel_l2"] == "NaN");
+}
+
+TEST_CASE("shape mismatch is an input error") {
+  REQUIRE_THROWS_AS(compute_metrics(vec({1, 2}), vec({1, 2, 3})), InputError);
+}
+
+TEST_CASE("ulp distance counts at the storage type") {
+  const float one_up = std::nextafter(1.0f, 2.0f);
+  CHECK(ulp_distance(1.0, one_up, DType::f32) == 1.0);
+  CHECK(ulp_distance(1.0, 1.0078125, DType::bf16) == 1.0);  // 1 + 2^-7
+  CHECK(ulp_distance(1.0, 1.0 + 1.0 / 1024, DType::f16) == 1.0);
+  CHECK(ulp_distance(1.0, 2.0, DType::f16) == 1024.0);
+  CHECK(ulp_distance(-std::ldexp(1.0, -24), std::ldexp(1.0, -24), DType::f16) == 2.0);  // across zero
+  CHECK(ulp_distance(0.0, -0.0, DType::f32) == 0.0);
+  CHECK(ulp_distance(1.0, std::nextafter(1.0, 2.0), DType::f64) == 1.0);
+  CHECK(ulp_distance(65504.0, 32768.0, DType::f16) == 1023.0);
+  CHECK(std::isinf(ulp_distance(std::numeric_limits<double>::quiet_NaN(), 1.0, DType::f32)));
+  // The tensor's own dtype decides: a bf16 candidate off by one bf16 step.
+  auto a = vec({1.0, 2.0, 1.0078125}, DType::bf16), b = vec({1.0, 2.0, 1.0}, DType::bf16);
+  CHECK(compute_metrics(a, b).ulp_max == 1.0);
+  CHECK(compute_metrics(a, a).ulp_max == 0.0);
+  CHECK(compute_metrics(a, b, DType::f32).ulp_max == 65536.0);
+}
+
+TEST_CASE("metrics are identical at any thread count") {
+  Tensor a({300001}, DType::f64), b({300001}, DType::f64);
+  uint64_t s = 12345;
+  for (size_t i = 0; i < a.data.size(); ++i) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    const double u = static_cast<double>(s >> 11) / 9007199254740992.0;
+    b.data[i] = u - 0.5;
+    a.data[i] = b.data[i] + 1e-3 * (u - 0.25);
+  }
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const MetricSet one = compute_metrics(a, b);
+  omp_set_num_threads(4);
+  const MetricSet four = compute_metrics(a, b);
+  omp_set_num_threads(before);
+  CHECK(std::memcmp(&*one.rel_l2, &*four.rel_l2, sizeof(double)) == 0);
+  CHECK(std::memcmp(&*one.cosine, &*four.cosine, sizeof(double)) == 0);
+  CHECK(std::memcmp(&one.rmse, &four.rmse, sizeof(double)) == 0);
+  CHECK(*one.rel_l2 > 0.0);
+}
+
+TEST_CASE("breakdown per head, query block and latent frame") {
+  const BlockConfig cfg = preset_config("tiny");  // S = 72 (64 video in 2 frames + 8 cond), H = 2, D = 32
+  const int64_t S = cfg.tokens(), H = cfg.heads, D = cfg.head_dim;
+  Tensor b({S, H, D}, DType::f32), a({S, H, D}, DType::f32);
+  for (size_t i = 0; i < b.data.size(); ++i) b.data[i] = 1.0 + static_cast<double>(i % 7);
+  a.data = b.data;
+  // Error only in head 1 of frame 1's tokens (video tokens 32..63).
+  for (int64_t s = 32; s < 64; ++s)
+    for (int64_t d = 0; d < D; ++d) a.data[static_cast<size_t>((s * H + 1) * D + d)] += 0.5;
+  const MetricBreakdown br = compute_breakdown(a, b, cfg);
+  REQUIRE(br.per_head.size() == 2);
+  REQUIRE(br.per_frame.size() == 2);
+  REQUIRE(br.per_query_block.size() == 1);  // 72 tokens: one short block
+  REQUIRE(br.cond.has_value());
+  CHECK(*br.per_head[0].rel_l2 == 0.0);
+  CHECK(*br.per_head[1].rel_l2 > 0.0);
+  CHECK(*br.per_frame[0].rel_l2 == 0.0);
+  CHECK(*br.per_frame[1].rel_l2 > 0.0);
+  CHECK(*br.cond->rel_l2 == 0.0);
+  CHECK(br.cond->count == 8 * H * D);
+  CHECK(br.per_frame[1].max_abs == 0.5);
+  CHECK(*br.per_query_block[0].rel_l2 == Approx(*br.overall.rel_l2).epsilon(1e-12));
+  const auto w = br.worst(1);
+  CHECK(w["per_head"][0]["index"] == 1);
+  CHECK(w["per_frame"][0]["index"] == 1);
+  REQUIRE_THROWS_AS(compute_breakdown(vec({1}), vec({1}), cfg), InputError);
+}

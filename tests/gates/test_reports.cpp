@@ -1,0 +1,101 @@
+// Report renderings: terminal table, JSON, JUnit (well-formed, one failure
+// per failed rule), Markdown, and atomic writes.
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "catch.hpp"
+#include "core/error.hpp"
+#include "gates/report.hpp"
+#include "seed_support.hpp"
+
+using namespace ts;
+
+namespace {
+int count(const std::string& s, const std::string& sub) {
+  int n = 0;
+  for (size_t p = s.find(sub); p != std::string::npos; p = s.find(sub, p + 1)) ++n;
+  return n;
+}
+std::string tmpdir() {
+  auto d = std::filesystem::temp_directory_path() / ("ts_gates_reports_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(d);
+  return d.string();
+}
+}  // namespace
+
+TEST_CASE("terminal table shows figures, bounds, verdicts and repro lines") {
+  const GateRun run = test::judge_report(test::seed_json());
+  const std::string t = render_terminal(run);
+  CHECK(t.find("sage_like: rel_l2 vs baseline <= 0.05") != std::string::npos);
+  CHECK(t.find("0.6257 FAIL") != std::string::npos);
+  CHECK(t.find("REJECT sol_fully_dense_tau_minus_100") != std::string::npos);
+  CHECK(t.find("missing measurement: rel_l2 vs baseline (attention)") != std::string::npos);
+  CHECK(count(t, "  repro: repro ") == 4);
+  CHECK(t.find("summary: 0 accepted, 3 rejected, 1 inconclusive; exit code 1") != std::string::npos);
+  CHECK(t.find("other levels:") != std::string::npos);
+}
+
+TEST_CASE("JSON report holds everything") {
+  const GateRun run = test::judge_report(test::seed_json());
+  const auto j = nlohmann::json::parse(render_json(run));
+  CHECK(j["schema"] == "touchstone.gate-report/1");
+  CHECK(j["summary"]["reject"] == 3);
+  CHECK(j["summary"]["exit_code"] == 1);
+  CHECK(j["candidates"].size() == 4);
+  CHECK(j["gate"]["rules"][0]["id"] == "sage_like");
+}
+
+TEST_CASE("JUnit is well-formed XML with one failure per failed rule") {
+  GateRun run = test::judge_report(test::seed_json());
+  run.candidates[0].candidate = "a<b>&\"c'\x01";  // must be escaped
+  const std::string x = render_junit(run);
+  int failed = 0, open = 0, cases = 0;
+  for (const auto& c : run.candidates)
+    for (const auto& o : c.outcomes) {
+      ++cases;
+      failed += o.status == RuleStatus::fail;
+      open += o.status == RuleStatus::inconclusive || (o.status == RuleStatus::missing && !o.optional);
+    }
+  CHECK(failed == 3);
+  CHECK(open == 1);
+  CHECK(count(x, "<failure type=\"REJECT\"") == failed);
+  CHECK(count(x, "<failure type=\"INCONCLUSIVE\"") == open);
+  CHECK(count(x, "<testcase ") == cases);
+  CHECK(x.find("a&lt;b&gt;&amp;&quot;c&apos;") != std::string::npos);
+
+  const std::string dir = tmpdir();
+  const std::string path = dir + "/junit.xml";
+  write_file_atomic(path, x);
+  if (std::filesystem::exists("/usr/bin/python3")) {
+    const std::string cmd = "/usr/bin/python3 -c \"import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); "
+                            "sys.exit(0 if len(d.getElementsByTagName('failure')) == " +
+                            std::to_string(failed + open) + " else 1)\" " + path;
+    CHECK(std::system(cmd.c_str()) == 0);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("Markdown summary is a table with one row per candidate") {
+  const GateRun run = test::judge_report(test::seed_json());
+  const std::string md = render_markdown(run);
+  CHECK(md.find("### touchstone gate `sparse-attention-acceptance`: 0 of 4 accepted") != std::string::npos);
+  CHECK(count(md, "\n| `") == 4);
+  CHECK(md.find("**REJECT**") != std::string::npos);
+  CHECK(md.find("**INCONCLUSIVE**") != std::string::npos);
+}
+
+TEST_CASE("atomic write replaces whole files and leaves nothing on failure") {
+  const std::string dir = tmpdir();
+  const std::string path = dir + "/r.json";
+  write_file_atomic(path, "first");
+  write_file_atomic(path, "second");
+  std::ifstream in(path);
+  std::string s;
+  std::getline(in, s);
+  CHECK(s == "second");
+  CHECK(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()) == 1);
+  CHECK_THROWS_AS(write_file_atomic(dir + "/no/such/dir/r.json", "x"), InputError);
+  std::filesystem::remove_all(dir);
+}

@@ -1,0 +1,22 @@
+#pragma once
+// touchstone reference F --block: the whole block on a fixture's /block
+// inputs, every stage stored under /outputs/<name>/stages/<stage>.
+#include <string>
+
+#include "fixtures/fixture.hpp"
+#include "reference/block.hpp"
+
+namespace ts {
+
+// The block inputs of a fixture (InputError when it has no /block/x). The
+// observed stages are not kept, so a medium fixture's replay stays small.
+BlockInputs load_block_inputs(const std::string& fixture);
+
+// Runs the block with `linear` (fp64 | bf16 | nvfp4), `recipe` (nvfp4: te |
+// modelopt) and the attention backend `attention_spec` (registry spec), writes
+// /outputs/<block_output_name>/stages/<stage> with per-stage wall_ms, and
+// prints the per-stage time table (or JSON). Returns the exit code.
+int run_block_reference(const std::string& fixture, const std::string& linear,
+                        const std::string& recipe, const std::string& attention_spec, bool json);
+
+}  // namespace ts

@@ -1,0 +1,119 @@
+// touchstone reference F --backend B [knobs]: computes a backend's attention
+// output on a fixture and stores it under /outputs/<name>/attention.
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "core/error.hpp"
+#include "fixtures/attention_inputs.hpp"
+#include "fixtures/fixture.hpp"
+#include "kernels_under_test/registry.hpp"
+#include "reference/backend_params.hpp"
+#include "tools/block_reference.hpp"
+#include "tools/command.hpp"
+
+namespace {
+
+struct Opts {
+  std::string fixture, backend = "exact", preset, precision, recipe = "te", linear = "fp64";
+  std::string attention = "exact";
+  double tau = 0;
+  bool have_tau = false, dump = false, json = false, block = false, allow_nonfinite = false;
+  std::vector<std::string> knobs;
+};
+
+// --backend sol --tau 1.3 --precision int8_qk k=v ... -> "sol:tau=1.3,precision=int8_qk,k=v"
+std::string build_spec(const Opts& o) {
+  std::string spec = o.backend;
+  std::vector<std::string> kv;
+  if (!o.preset.empty()) kv.push_back("preset=" + o.preset);
+  if (!o.precision.empty()) kv.push_back("precision=" + o.precision);
+  if (o.have_tau) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "tau=%.17g", o.tau);
+    kv.push_back(buf);
+  }
+  if (o.dump) kv.push_back("dump=on");
+  for (const auto& k : o.knobs) {
+    if (k.find('=') == std::string::npos)
+      throw ts::InputError("knob '" + k + "' is not key=value");
+    kv.push_back(k);
+  }
+  if (kv.empty()) return spec;
+  spec += spec.find(':') == std::string::npos ? ":" : ",";
+  for (size_t i = 0; i < kv.size(); ++i) spec += (i ? "," : "") + kv[i];
+  return spec;
+}
+
+int run(const Opts& o) {
+  if (o.block)
+    return ts::run_block_reference(o.fixture, o.linear, o.recipe, o.attention, o.json);
+  ts::LoadOptions lo;
+  lo.allow_nonfinite = o.allow_nonfinite;
+  const ts::Fixture fx = ts::load_fixture(o.fixture, lo);
+  const std::string spec = build_spec(o);
+  auto backend = ts::make_attention_backend(spec, {o.fixture});
+  const ts::AttentionProblem problem = ts::attention_problem(fx);
+  const auto t0 = std::chrono::steady_clock::now();
+  ts::AttentionResult r = backend->run(problem);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const std::string group = "/outputs/" + backend->name();
+  nlohmann::json more = nlohmann::json::object();
+  if (!r.stats.empty()) more["stats"] = r.stats.dump();
+  std::vector<ts::DatasetWrite> writes;
+  writes.push_back({group + "/attention", r.out, ts::output_attrs(backend->name(), backend->params(), ms, more)});
+  for (auto& [key, t] : r.intermediates)
+    writes.push_back({group + "/intermediates/" + key, t,
+                      ts::output_attrs(backend->name(), backend->params(), std::nullopt)});
+  ts::append_datasets(o.fixture, writes);
+  if (o.json) {
+    nlohmann::json j = {{"fixture", o.fixture},      {"backend", backend->name()},
+                        {"spec", spec},              {"params", backend->params()},
+                        {"dataset", group + "/attention"}, {"wall_ms", ms},
+                        {"stats", r.stats},          {"intermediates", nlohmann::json::array()}};
+    for (auto& [key, t] : r.intermediates) j["intermediates"].push_back(group + "/intermediates/" + key);
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("%s: wrote %s/attention %s %s in %.1f ms\n", o.fixture.c_str(), group.c_str(),
+                r.out.shape_string().c_str(), ts::dtype_name(r.out.dtype), ms);
+    if (r.stats.contains("density"))
+      std::printf("routed density %.4f\n", r.stats["density"].get<double>());
+    for (auto& [key, t] : r.intermediates)
+      std::printf("  intermediate %s/intermediates/%s %s\n", group.c_str(), key.c_str(),
+                  t.shape_string().c_str());
+  }
+  return ts::kPass;
+}
+
+ts::cli::Registration reg{
+    "reference",
+    "Compute a backend's attention (or, with --block, the whole block) on a fixture and store it "
+    "under /outputs/<name>",
+    [](CLI::App& app) -> ts::cli::Action {
+      auto o = std::make_shared<Opts>();
+      app.add_option("fixture", o->fixture, "fixture file (touchstone.fixture/1)")->required();
+      app.add_option("knobs", o->knobs, "extra backend parameters as key=value");
+      app.add_option("--backend,-b", o->backend,
+                     "exact | sage2 | sol | stored:NAME, optionally with :key=value,...")
+          ->capture_default_str();
+      app.add_option("--preset", o->preset, "sage2 preset: sm121 | sm120 | sm89 | sm90");
+      app.add_option("--precision", o->precision,
+                     "exact: fp64 | fp32; sol: bf16 | int8_qk | int8_qk_pv");
+      app.add_option("--tau", o->tau, "sol routing threshold")->each([o](const std::string&) {
+        o->have_tau = true;
+      });
+      app.add_flag("--dump", o->dump, "store the backend's intermediates for triage");
+      app.add_flag("--block", o->block, "run the whole block stage by stage");
+      app.add_option("--linear", o->linear, "block linear mode: fp64 | bf16 | nvfp4")
+          ->capture_default_str();
+      app.add_option("--recipe", o->recipe, "NVFP4 recipe: te | modelopt")->capture_default_str();
+      app.add_option("--attention", o->attention, "block attention backend spec")
+          ->capture_default_str();
+      app.add_flag("--allow-nonfinite", o->allow_nonfinite, "accept NaN/Inf in input tensors");
+      app.add_flag("--json", o->json, "print the result as JSON");
+      return [o] { return run(*o); };
+    }};
+
+}  // namespace

@@ -1,0 +1,204 @@
+#include "tools/gate_runner.hpp"
+
+#include <memory>
+
+#include "core/error.hpp"
+#include "core/progress.hpp"
+#include "fixtures/attention_inputs.hpp"
+#include "fixtures/fixture.hpp"
+#include "gates/bootstrap.hpp"
+#include "gates/metrics.hpp"
+#include "gates/paired_timing.hpp"
+#include "kernels_under_test/registry.hpp"
+
+namespace ts {
+namespace {
+
+// Inputs beyond this are far larger than any cache, so rotating copies of
+// them buys nothing and would only cost memory.
+constexpr int64_t kRotateLimitBytes = 256ll << 20;
+
+// Copies of the fixture's q, k, v that timed runs cycle through, so that
+// neither side is timed on inputs the other just pulled into cache.
+struct RotatedInputs {
+  std::vector<Tensor> store;  // q, k, v per copy
+  std::vector<AttentionProblem> problems;
+};
+
+RotatedInputs rotated_inputs(const Fixture& fx, const AttentionProblem& base, int rotate) {
+  RotatedInputs r;
+  const int64_t bytes = 8 * (fx.q.numel() + fx.k.numel() + fx.v.numel());
+  if (rotate <= 1 || bytes * rotate > kRotateLimitBytes) {
+    r.problems.push_back(base);
+    return r;
+  }
+  r.store.reserve(static_cast<size_t>(3 * rotate));
+  for (int i = 0; i < rotate; ++i) {
+    r.store.push_back(fx.q);
+    r.store.push_back(fx.k);
+    r.store.push_back(fx.v);
+    AttentionProblem p = base;
+    p.q = BSHDView::of(r.store[r.store.size() - 3]);
+    p.k = BSHDView::of(r.store[r.store.size() - 2]);
+    p.v = BSHDView::of(r.store[r.store.size() - 1]);
+    r.problems.push_back(p);
+  }
+  return r;
+}
+
+double confidence_of(const GateFile& g) {
+  for (const auto& r : g.rules)
+    if (r.is_speed()) return r.confidence;
+  return 0.95;
+}
+
+bool has_speed_rule(const GateFile& g) {
+  for (const auto& r : g.rules)
+    if (r.is_speed()) return true;
+  return false;
+}
+
+std::vector<double> time_alone(AttentionBackend& b, const RotatedInputs& in, const GateRunOptions& o) {
+  SteadyClockTimer t;
+  for (int w = 0; w < o.warmup; ++w) b.run(in.problems[0]);
+  std::vector<double> ms;
+  for (int p = 0; p < o.pairs; ++p) {
+    t.start();
+    b.run(in.problems[static_cast<size_t>(p) % in.problems.size()]);
+    ms.push_back(t.stop_ms());
+  }
+  return ms;
+}
+
+SpeedEvidence measure_speed(AttentionBackend& cand, AttentionBackend& base,
+                                const RotatedInputs& in, const GateFile& gate, const GateRunOptions& o) {
+  SpeedEvidence s;
+  const double conf = confidence_of(gate);
+  const auto cs = cand.stored_timings_ms(), bs = base.stored_timings_ms();
+  if (cs || bs) {
+    // Stored samples were not taken in pairs with anything here: compare the
+    // two sides' medians with an unpaired bootstrap.
+    const std::vector<double> c = cs ? *cs : time_alone(cand, in, o);
+    const std::vector<double> b = bs ? *bs : time_alone(base, in, o);
+    if (c.empty() || b.empty()) return s;
+    s.interval = bootstrap_unpaired(b, c, conf, o.seed);
+    s.candidate_ms = median_of(c);
+    s.baseline_ms = median_of(b);
+    s.level = std::string("attention, ") + (cs ? "stored" : "timed") + " candidate vs " +
+              (bs ? "stored" : "timed") + " baseline samples (unpaired)";
+    return s;
+  }
+  SteadyClockTimer timer;
+  PairedTimingOptions po;
+  po.pairs = o.pairs;
+  po.warmup = o.warmup;
+  po.budget_s = o.budget_s;
+  const size_t n = in.problems.size();
+  const PairedSamples ps = time_paired(
+      [&](int64_t p) { cand.run(in.problems[static_cast<size_t>(p + 1024) % n]); },
+      [&](int64_t p) { base.run(in.problems[static_cast<size_t>(p + 1024) % n]); }, timer, po);
+  s.interval = bootstrap_paired(ps.ratios(), conf, o.seed);
+  s.candidate_ms = median_of(ps.candidate_ms);
+  s.baseline_ms = median_of(ps.baseline_ms);
+  s.level = "attention, paired CPU steady clock (" + std::to_string(ps.ratios().size()) + " pairs, " +
+            std::to_string(n) + " rotated input copies)";
+  s.other_levels = nlohmann::json::array();
+  return s;
+}
+
+}  // namespace
+
+GateRun run_gate_on_fixture(const GateFile& gate, const std::string& fixture_path,
+                             const std::string& baseline_spec,
+                             const std::vector<std::string>& candidates, const GateRunOptions& o) {
+  for (const auto& r : gate.rules)
+    if (gate.tensor_of(r) != "attention")
+      throw InputError(gate.source + ": rule '" + r.id + "' judges tensor '" + gate.tensor_of(r) +
+                           "'; touchstone gate runs attention backends (judge block stages with "
+                           "touchstone compare F --stages A B --gate G)");
+  if (candidates.empty()) throw InputError("--fixture needs at least one --candidate");
+  LoadOptions lo;
+  lo.allow_nonfinite = o.allow_nonfinite;
+  const Fixture fx = load_fixture(fixture_path, lo);
+  const AttentionProblem problem = attention_problem(fx);
+  const BackendContext ctx{fixture_path};
+
+  // Every spec is parsed before anything runs: a typo is bad input (exit 2),
+  // not a rejected candidate.
+  auto exact = make_attention_backend("exact", ctx);
+  auto base = make_attention_backend(baseline_spec, ctx);
+  std::vector<std::unique_ptr<AttentionBackend>> cands;
+  for (const auto& c : candidates) cands.push_back(make_attention_backend(c, ctx));
+
+  const Tensor exact_out = exact->run(problem).out;
+  Tensor base_out;
+  try {
+    base_out = base->run(problem).out;
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw InputError("baseline '" + baseline_spec + "' failed: " + e.what());
+  }
+  const MetricSet base_exact = compute_metrics(base_out, exact_out);
+
+  GateRun run;
+  run.gate = gate;
+  run.mode = "fixture";
+  run.input = fixture_path;
+  run.baseline = baseline_spec;
+  run.context = {{"fixture", fixture_path},
+                 {"shape", exact_out.shape_string()},
+                 {"baseline_backend", base->name()},
+                 {"baseline_vs_exact", base_exact.to_json()},
+                 {"pairs", o.pairs},
+                 {"warmup", o.warmup},
+                 {"seed", o.seed}};
+  const std::string gate_arg = !o.gate_arg.empty() ? o.gate_arg
+                               : gate.source.rfind("builtin:", 0) == 0 ? gate.source.substr(8) : gate.source;
+  const RotatedInputs inputs = has_speed_rule(gate) ? rotated_inputs(fx, problem, o.rotate) : RotatedInputs{};
+  Progress progress("gate", static_cast<int64_t>(cands.size()));
+  for (size_t i = 0; i < cands.size(); ++i) {
+    const std::string& spec = candidates[i];
+    Evidence ev;
+    ev.candidate = spec;
+    try {
+      AttentionResult res = cands[i]->run(problem);
+      const MetricSet vb = compute_metrics(res.out, base_out);
+      const MetricSet ve = compute_metrics(res.out, exact_out);
+      ev.vs_baseline["attention"] = metric_map(vb);
+      ev.vs_exact["attention"] = metric_map(ve);
+      ev.baseline_vs_exact["attention"] = metric_map(base_exact);
+      ev.details["backend"] = cands[i]->name();
+      ev.details["params"] = cands[i]->params();
+      ev.details["vs_baseline"] = vb.to_json();
+      ev.details["vs_exact"] = ve.to_json();
+      if (!res.stats.empty()) ev.details["stats"] = res.stats;
+      if (res.out.rank() == 3) {
+        const MetricBreakdown br = compute_breakdown(res.out, base_out, fx.config);
+        ev.details["worst_vs_baseline"] = br.worst(3);
+      }
+      if (has_speed_rule(gate)) {
+        ev.speed = measure_speed(*cands[i], *base, inputs, gate, o);
+        ev.details["speed"] = ev.speed->to_json();
+      }
+    } catch (const std::exception& e) {
+      ev.error = e.what();
+    }
+    const std::string repro = "touchstone gate --gate " + shell_quote(gate_arg) + " --fixture " + shell_quote(fixture_path) +
+                              " --baseline " + shell_quote(baseline_spec) + " --candidate " + shell_quote(spec);
+    run.candidates.push_back(judge(gate, ev, repro));
+    progress.advance();
+  }
+  return run;
+}
+
+std::string shell_quote(const std::string& s) {
+  if (s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.,:=/+@%") ==
+      std::string::npos && !s.empty())
+    return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+}  // namespace ts

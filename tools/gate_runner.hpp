@@ -1,0 +1,33 @@
+#pragma once
+// Runs a gate on a fixture: builds the baseline and candidates through the
+// backend registry, computes exact once, measures each candidate against the
+// baseline and exact, times it paired with the baseline, and judges it.
+// Shared by `touchstone gate --fixture` and `touchstone demo`.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gates/gate_file.hpp"
+#include "gates/verdict.hpp"
+
+namespace ts {
+
+struct GateRunOptions {
+  int pairs = 10, warmup = 1;
+  int rotate = 2;        // input copies timed runs cycle through
+  double budget_s = 0;   // > 0: stop timing a candidate after this long (min 3 pairs)
+  uint64_t seed = 1;     // bootstrap seed
+  bool allow_nonfinite = false;
+  std::string gate_arg;  // --gate as the user gave it, for repro lines (default: from gate.source)
+};
+
+// Bad specs, fixture or gate -> InputError; a candidate that throws while
+// running is REJECT with its error and the others are still judged.
+GateRun run_gate_on_fixture(const GateFile& gate, const std::string& fixture_path,
+                            const std::string& baseline_spec,
+                            const std::vector<std::string>& candidates, const GateRunOptions& opts);
+
+// A word for a POSIX shell: as is when plain, else in single quotes.
+std::string shell_quote(const std::string& s);
+
+}  // namespace ts
