@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/progress.hpp"
 #include "reference/block_linear.hpp"
 #include "reference/block_stages.hpp"
 
@@ -180,10 +181,12 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
   BlockResult res;
   std::map<std::string, Tensor>& st = res.stages;
   const Timer total;
+  Progress progress("block stages", static_cast<int64_t>(block_stage_names().size()));
   auto timed = [&](const std::string& name, auto&& fn) {
     const Timer t;
     st[name] = fn();
     res.stage_ms[name] = t.ms();
+    progress.advance();
   };
   // A stage that is not asked for is dropped once nothing later reads it.
   auto done_with = [&](const std::string& name) {

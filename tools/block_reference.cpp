@@ -15,7 +15,7 @@ BlockInputs load_block_inputs(const std::string& fixture) {
   Fixture fx = load_fixture(fixture, lo);
   if (!fx.block.count("x"))
     throw InputError(fixture + ": /block/x is missing (not a block fixture; synthesize one with "
-                               "`touchstone fixture synth --block`)");
+                               "`touchstone fixture synth --with-block`)");
   for (auto it = fx.block.begin(); it != fx.block.end();)
     it = it->first.rfind("stages/", 0) == 0 ? fx.block.erase(it) : std::next(it);
   return block_inputs_from_map(fx.config, std::move(fx.block), fixture + ": /block");

@@ -143,7 +143,14 @@ int run(const Opts& o) {
   std::printf("\nGate '%s' (baseline sage2:preset=sm121): a candidate must be Sage-like AND faster.\n",
               gate.gate.name.c_str());
   std::fputs(ts::render_terminal(gate).c_str(), stdout);
-  std::printf("\n(the demo exits 0 when it ran; `touchstone gate` enforces the verdicts with its exit code)\n");
+  std::printf(
+      "\nThe times above are CPU emulation times: they rank the emulations on this CPU, not GPU\n"
+      "kernels. Judge real kernels by storing their outputs and timing samples in the fixture\n"
+      "(--candidate stored:NAME) or by importing a benchmark report, e.g. the GB10 seed:\n"
+      "  touchstone import-report gb10_sage2_vs_sol_block24.json -o m.json && touchstone gate --measurements m.json\n");
+  if (remove_dir)
+    std::printf("(the fixture was temporary; --keep DIR keeps it for the repro lines above)\n");
+  std::printf("(the demo exits 0 when it ran; `touchstone gate` enforces the verdicts with its exit code)\n");
   return ts::kPass;
 }
 

@@ -35,7 +35,7 @@ Registration synth_reg{
         std::string preset = "ci", out;
         uint64_t seed = 0;
         double structure = 0.7;
-        bool compress = false;
+        bool compress = false, with_block = false;
       };
       auto o = std::make_shared<Opts>();
       app.add_option("--preset", o->preset, "tiny, ci, medium or block24 (block.md)")->capture_default_str();
@@ -43,6 +43,9 @@ Registration synth_reg{
       app.add_option("--structure", o->structure,
                      "0 = noise ... 1 = strongly local and smooth video content")->capture_default_str();
       app.add_flag("--compress", o->compress, "shuffle + deflate the datasets");
+      app.add_flag("--with-block", o->with_block,
+                   "also synthesize /block (x, modulation, weights, observed stages); q, k, v "
+                   "become the block's own attention inputs");
       app.add_option("-o,--output", o->out, "fixture file to write (HDF5)")->required();
       return [o]() -> int {
         const auto t0 = std::chrono::steady_clock::now();
@@ -51,6 +54,7 @@ Registration synth_reg{
         so.seed = o->seed;
         so.structure = o->structure;
         ts::SynthResult r = ts::synthesize(so);
+        if (o->with_block) ts::synthesize_block(so, r);
         ts::WriteOptions wo;
         wo.compress = o->compress;
         ts::write_synthetic(r, o->out, wo);

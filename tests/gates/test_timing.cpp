@@ -19,7 +19,7 @@ void busy_ms(double ms) {
 GateFile faster_gate() { return load_gate("sparse_acceptance"); }
 Evidence speed_evidence(const Interval& iv) {
   Evidence e;
-  e.candidate = "c";
+  e.candidate = std::string("c");
   e.vs_baseline["attention"]["rel_l2"] = 0.01;
   SpeedEvidence s;
   s.interval = iv;

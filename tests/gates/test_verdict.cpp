@@ -17,7 +17,7 @@ GateFile gate_of(const std::string& rules) {
 }
 Evidence with(const std::string& against, const std::string& metric, double v) {
   Evidence e;
-  e.candidate = "cand";
+  e.candidate = std::string("cand");
   (against == "exact" ? e.vs_exact : e.vs_baseline)["attention"][metric] = v;
   return e;
 }
@@ -90,7 +90,7 @@ TEST_CASE("NaN never passes: a candidate with NaN fails every accuracy rule") {
                                {"id": "abs", "metric": "max_abs", "max": 1e9},
                                {"id": "direction", "metric": "cosine", "min": -1})");
   Evidence e;
-  e.candidate = "nan";
+  e.candidate = std::string("nan");
   e.vs_baseline["attention"] = metric_map(compute_metrics(a, b));
   const auto v = judge(g, e, "");
   CHECK(v.verdict == Verdict::reject);
@@ -108,7 +108,7 @@ TEST_CASE("an all-zero candidate is rejected by the zero guard on any gate") {
   // rel_l2 of zeros vs b is exactly 1: a gate that allowed it would pass it.
   const GateFile g = gate_of(R"({"id": "loose", "metric": "rel_l2", "max": 1.0})");
   Evidence e;
-  e.candidate = "zeros";
+  e.candidate = std::string("zeros");
   e.vs_baseline["attention"] = metric_map(compute_metrics(a, b));
   const auto v = judge(g, e, "");
   CHECK(outcome(v, "loose").status == RuleStatus::pass);
@@ -116,7 +116,7 @@ TEST_CASE("an all-zero candidate is rejected by the zero guard on any gate") {
   CHECK(v.verdict == Verdict::reject);
   // Both zero: no excess, guard passes; rel_l2 undefined -> INCONCLUSIVE.
   Evidence z;
-  z.candidate = "zeros";
+  z.candidate = std::string("zeros");
   z.vs_baseline["attention"] = metric_map(compute_metrics(a, a));
   const auto w = judge(g, z, "");
   CHECK(outcome(w, "zero_guard").status == RuleStatus::pass);
@@ -128,7 +128,7 @@ TEST_CASE("an all-zero candidate is rejected by the zero guard on any gate") {
 TEST_CASE("missing measurements: INCONCLUSIVE naming them unless optional; failure outranks") {
   const GateFile g = load_gate("sparse_acceptance");
   Evidence e;
-  e.candidate = "c";
+  e.candidate = std::string("c");
   e.speed = single(100, 200);
   auto v = judge(g, e, "");
   CHECK(v.verdict == Verdict::inconclusive);
@@ -162,7 +162,7 @@ TEST_CASE("speed intervals: above, straddling (INCONCLUSIVE), below and at the b
   const GateFile g = gate_of(R"({"id": "faster", "metric": "speedup", "min": 1.0})");
   auto run = [&](double lo, double pt, double hi) {
     Evidence e;
-    e.candidate = "c";
+    e.candidate = std::string("c");
     SpeedEvidence s;
     Interval iv;
     iv.lower = lo;
@@ -182,7 +182,7 @@ TEST_CASE("speed intervals: above, straddling (INCONCLUSIVE), below and at the b
 TEST_CASE("a crashed candidate is REJECT with its error") {
   const GateFile g = load_gate("sparse_acceptance");
   Evidence e;
-  e.candidate = "broken";
+  e.candidate = std::string("broken");
   e.error = "sol: out of memory";
   const auto v = judge(g, e, "touchstone gate --candidate broken");
   CHECK(v.verdict == Verdict::reject);

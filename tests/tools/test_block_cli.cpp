@@ -187,6 +187,21 @@ TEST_CASE("replaying with exact settings shows where NVFP4 and sage2 errors ente
   CHECK(ea < 5e-2);
 }
 
+TEST_CASE("fixture synth --with-block, then a bit-exact replay, all through the CLI", "[block][cli]") {
+  const std::string f = scratch() + "/tiny_block.h5";
+  const Result s = cli("fixture synth --preset tiny --seed 5 --with-block -o " + f);
+  INFO(s.err);
+  REQUIRE(s.code == 0);
+  REQUIRE(cli("reference " + f + " " + kReplay).code == 0);
+  const auto j = compare_json(f, "observed", kObserved, "--gate stages-bit-exact", 0);
+  CHECK(j["compared"] == 14);
+  // A replay at another precision is not bit-exact, and the table says where it starts.
+  REQUIRE(cli("reference " + f + " --block --linear fp64 --attention exact").code == 0);
+  const Result t = cli("compare " + f + " observed block_fp64_exact --stages");
+  CHECK(t.code == 1);
+  CHECK(t.out.find("first stage over its bound: norm1") != std::string::npos);
+}
+
 TEST_CASE("bench block and bad input", "[block][cli]") {
   const Result b = cli("bench block --preset tiny --linear nvfp4 --json");
   INFO(b.err);

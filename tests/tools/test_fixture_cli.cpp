@@ -31,14 +31,24 @@ std::string read_all(const std::string& path) {
   return ss.str();
 }
 
-std::string fixture_dir() {
-  static const std::string dir = [] {
+// A scratch folder for this process, removed at exit.
+struct ScratchDir {
+  std::string path;
+  ScratchDir() {
     auto d = fs::temp_directory_path() / ("ts_fixture_cli_" + std::to_string(::getpid()));
     fs::remove_all(d);
     fs::create_directories(d);
-    return d.string();
-  }();
-  return dir;
+    path = d.string();
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+const std::string& fixture_dir() {
+  static const ScratchDir dir;
+  return dir.path;
 }
 
 Run touchstone(const std::string& args) {
@@ -181,4 +191,18 @@ TEST_CASE("fixture synth: bad options exit 2, and nothing is written", "[cli][fi
   CHECK(r.err.find(nodir) != std::string::npos);
   CHECK_FALSE(fs::exists(out));
   CHECK_FALSE(fs::exists(fixture_dir() + "/no"));
+}
+
+TEST_CASE("fixture synth --with-block writes a block fixture that validates", "[cli][fixture]") {
+  const std::string f = fixture_dir() + "/tiny_block.h5";
+  Run r = touchstone("fixture synth --preset tiny --seed 2 --with-block -o " + f);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  r = touchstone("fixture validate --json " + f);
+  REQUIRE(r.code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["block"] == true);
+  CHECK(j["observed"] == true);
+  // x, modulation, modulation_row, positions, 8 weights, 14 stages
+  CHECK(j["block_datasets"].size() == 26);
 }
