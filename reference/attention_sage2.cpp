@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/progress.hpp"
 #include "reference/numerics/convert.hpp"
 #include "reference/numerics/detmath.hpp"
 
@@ -251,12 +252,14 @@ AttentionResult sage2_attention(const AttentionProblem& problem, const Sage2Conf
 
   // Tasks are independent and each runs in a fixed order: the bits do not
   // depend on the thread count.
+  Progress progress("sage2 emulation", H * tiles);
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t t = 0; t < H * tiles; ++t) {
     const int64_t h = t / tiles, tile = t % tiles;
     const int64_t r0 = tile * c.blkq, nr = std::min(c.blkq, S - r0);
     Tensor* dump = (c.dump && h == c.dump_head && tile == c.dump_qblock) ? &p_dump : nullptr;
     attend_tile(pr, c, sm_scale, h, r0, nr, res.out, dump);
+    progress.advance();
   }
 
   res.stats["v_zero_channels"] = c.quant_v ? pr.v8.zero_channels : 0;

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "core/error.hpp"
+#include "core/progress.hpp"
 #include "reference/numerics/convert.hpp"
 #include "reference/numerics/detmath.hpp"
 #include "reference/sage2_quant.hpp"
@@ -372,8 +373,12 @@ AttentionResult sol_attention(const AttentionProblem& problem, const SolConfig& 
 
   AttentionResult res;
   res.out = Tensor({S, H, D}, c.round_out ? DType::bf16 : DType::f32);
+  Progress progress("sol emulation", H * QB);
 #pragma omp parallel for schedule(dynamic, 1)
-  for (int64_t t = 0; t < H * QB; ++t) attend_block(pr, c, scale, t / QB, t % QB, res.out);
+  for (int64_t t = 0; t < H * QB; ++t) {
+    attend_block(pr, c, scale, t / QB, t % QB, res.out);
+    progress.advance();
+  }
 
   // Routed density: mean of the mask over [heads, query blocks, video blocks].
   nlohmann::json per_head = nlohmann::json::array();

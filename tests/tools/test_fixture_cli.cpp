@@ -13,55 +13,16 @@
 #include <string>
 
 #include "catch.hpp"
+#include "cli_runner.hpp"
 #include "fixtures/fixture.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Run {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// A scratch folder for this process, removed at exit.
-struct ScratchDir {
-  std::string path;
-  ScratchDir() {
-    auto d = fs::temp_directory_path() / ("ts_fixture_cli_" + std::to_string(::getpid()));
-    fs::remove_all(d);
-    fs::create_directories(d);
-    path = d.string();
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-const std::string& fixture_dir() {
-  static const ScratchDir dir;
-  return dir.path;
-}
-
-Run touchstone(const std::string& args) {
-  const std::string o = fixture_dir() + "/out.txt", e = fixture_dir() + "/err.txt";
-  const std::string cmd = "TOUCHSTONE_NO_PROGRESS=1 OMP_NUM_THREADS=2 " + std::string(TOUCHSTONE_CLI) +
-                          " " + args + " >" + o + " 2>" + e;
-  const int st = std::system(cmd.c_str());
-  Run r;
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.out = read_all(o);
-  r.err = read_all(e);
-  return r;
-}
+using Run = ts::test::CliResult;
+const std::string& fixture_dir() { return ts::test::scratch_dir(); }
+Run touchstone(const std::string& args) { return ts::test::run_cli(args); }
 
 int line_count(const std::string& s) {
   int n = 0;

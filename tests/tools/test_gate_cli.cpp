@@ -13,42 +13,17 @@
 #include <string>
 
 #include "catch.hpp"
+#include "cli_runner.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string scratch() {
-  static const std::string dir = [] {
-    auto d = fs::temp_directory_path() / ("ts_gate_cli_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d.string();
-  }();
-  return dir;
-}
-
-Result cli(const std::string& args) {
-  const std::string o = scratch() + "/stdout.txt", e = scratch() + "/stderr.txt";
-  const std::string cmd = "TOUCHSTONE_NO_PROGRESS=1 " + std::string(TOUCHSTONE_CLI) + " " + args + " >" + o + " 2>" + e;
-  const int st = std::system(cmd.c_str());
-  Result r;
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.out = slurp(o);
-  r.err = slurp(e);
-  return r;
-}
+using Result = ts::test::CliResult;
+using ts::test::read_file;
+const std::string& scratch() { return ts::test::scratch_dir(); }
+Result cli(const std::string& args) { return ts::test::run_cli(args); }
+std::string slurp(const std::string& path) { return read_file(path); }
 
 int lines(const std::string& s) {
   int n = 0;
