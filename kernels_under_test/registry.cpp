@@ -6,6 +6,9 @@
 #include "reference/attention_sage2.hpp"
 #include "reference/attention_sol.hpp"
 #include "reference/backend_params.hpp"
+#ifdef TOUCHSTONE_HAVE_CUDA
+#include "reference/cuda/attention_exact.hpp"
+#endif
 
 namespace ts {
 
@@ -14,6 +17,9 @@ std::vector<std::pair<std::string, std::string>> attention_backend_kinds() {
       {"exact", "float64 reference attention (precision=fp64|fp32)"},
       {"sage2", "SageAttention 2.2.0 emulation (preset=sm121|sm120|sm89|sm90, any knob key=value)"},
       {"sol", "routed block-sparse attention (tau=1.3, precision=bf16|int8_qk|int8_qk_pv, ...)"},
+#ifdef TOUCHSTONE_HAVE_CUDA
+      {"exact_cuda", "float64 reference attention on the CUDA device (this build has CUDA)"},
+#endif
       {"stored", "an output stored in the fixture: stored:NAME reads /outputs/NAME/attention "
                  "(stored:observed reads /attention/observed) and /timings/NAME"},
   };
@@ -27,6 +33,9 @@ std::unique_ptr<AttentionBackend> make_attention_backend(const std::string& spec
   if (p.kind() == "exact") return make_exact_backend(p);
   if (p.kind() == "sage2") return make_sage2_backend(p);
   if (p.kind() == "sol") return make_sol_backend(p);
+#ifdef TOUCHSTONE_HAVE_CUDA
+  if (p.kind() == "exact_cuda") return cuda::make_exact_backend(p);
+#endif
   std::string kinds;
   for (const auto& [k, d] : attention_backend_kinds()) kinds += (kinds.empty() ? "" : ", ") + k;
   throw InputError("unknown backend '" + p.kind() + "' in '" + spec + "' (known: " + kinds + ")");
