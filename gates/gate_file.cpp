@@ -1,6 +1,7 @@
 #include "gates/gate_file.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -20,12 +21,17 @@ const std::pair<const char*, const char*> kBuiltin[] = {
 #include "gates/builtin_gates.inc"
 };
 
-std::string fmt(double v) {
+}  // namespace
+
+std::string format_number(double v, int digits) {
+  if (std::isnan(v)) return "NaN";
   std::ostringstream ss;
-  ss.precision(6);
+  ss.precision(digits);
   ss << v;
   return ss.str();
 }
+
+namespace {
 
 GateRule parse_rule(const nlohmann::json& j, const std::string& where, const std::string& path) {
   json_input::ObjectReader r(j, where, path);
@@ -50,7 +56,7 @@ GateRule parse_rule(const nlohmann::json& j, const std::string& where, const std
     throw InputError(where + ": " + path + ": rule '" + rule.id +
                      "' has no bound (give min, max or max_ratio_to_baseline)");
   if (rule.min && rule.max && *rule.min > *rule.max)
-    r.fail("min", "min " + fmt(*rule.min) + " is above max " + fmt(*rule.max));
+    r.fail("min", "min " + format_number(*rule.min, 6) + " is above max " + format_number(*rule.max, 6));
   if (auto c = r.opt_number("confidence")) {
     if (!rule.is_speed()) r.fail("confidence", "only a speedup rule has a confidence");
     if (!(*c > 0.0 && *c < 1.0)) r.fail("confidence", "expected a number between 0 and 1 (exclusive)");
@@ -92,9 +98,9 @@ const std::vector<std::string>& gate_tensor_names() {
 
 std::string GateRule::bound_text() const {
   std::vector<std::string> parts;
-  if (min) parts.push_back(">= " + fmt(*min));
-  if (max) parts.push_back("<= " + fmt(*max));
-  if (max_ratio_to_baseline) parts.push_back("<= " + fmt(*max_ratio_to_baseline) + " x baseline");
+  if (min) parts.push_back(">= " + format_number(*min, 6));
+  if (max) parts.push_back("<= " + format_number(*max, 6));
+  if (max_ratio_to_baseline) parts.push_back("<= " + format_number(*max_ratio_to_baseline, 6) + " x baseline");
   std::string s;
   for (size_t i = 0; i < parts.size(); ++i) s += (i ? " and " : "") + parts[i];
   return s;

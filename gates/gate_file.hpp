@@ -43,6 +43,10 @@ struct GateFile {
 };
 
 // `where` names the source in error messages.
+// A figure or bound as messages and reports print it: `digits` significant
+// digits, "NaN" for NaN.
+std::string format_number(double v, int digits = 4);
+
 GateFile parse_gate(const std::string& text, const std::string& where);
 // A path, or one of builtin_gate_names() (the shipped gates/*.json compiled
 // into the binary). A path that exists wins over a built-in of the same name.

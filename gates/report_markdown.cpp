@@ -7,13 +7,6 @@
 namespace ts {
 namespace {
 
-std::string fmt(double v) {
-  if (std::isnan(v)) return "NaN";
-  std::ostringstream ss;
-  ss.precision(4);
-  ss << v;
-  return ss.str();
-}
 
 // Pipes and newlines would break a table row.
 std::string md(const std::string& s) {
@@ -62,7 +55,7 @@ std::string render_markdown(const GateRun& run) {
         out << " - |";
         continue;
       }
-      out << " " << (it->figure ? fmt(*it->figure) + " " : "") << mark(*it) << " |";
+      out << " " << (it->figure ? format_number(*it->figure) + " " : "") << mark(*it) << " |";
     }
     out << " **" << verdict_name(c.verdict) << "** |\n";
   }

@@ -7,13 +7,6 @@
 namespace ts {
 namespace {
 
-std::string fmt(double v) {
-  if (std::isnan(v)) return "NaN";
-  std::ostringstream ss;
-  ss.precision(4);
-  ss << v;
-  return ss.str();
-}
 
 std::string header(const GateRule& r) {
   return r.id + ": " + r.metric + (r.is_speed() ? "" : " vs " + r.against) + " " + r.bound_text();
@@ -21,8 +14,8 @@ std::string header(const GateRule& r) {
 
 std::string cell(const RuleOutcome& o) {
   std::string s;
-  if (o.figure) s.append(fmt(*o.figure)).append(" ");
-  if (o.interval) s.append("[").append(fmt(o.interval->lower)).append(", ").append(fmt(o.interval->upper)).append("] ");
+  if (o.figure) s.append(format_number(*o.figure)).append(" ");
+  if (o.interval) s.append("[").append(format_number(o.interval->lower)).append(", ").append(format_number(o.interval->upper)).append("] ");
   switch (o.status) {
     case RuleStatus::pass: s.append("pass"); break;
     case RuleStatus::fail: s.append("FAIL"); break;
@@ -92,8 +85,8 @@ std::string render_terminal(const GateRun& run) {
                               q == "module_forward" || q == run.gate.tensor;
         if (!headline) continue;
         const std::string unit = l["unit"].get<std::string>();
-        line += (line.empty() ? "" : ", ") + lv + " " + q + " " + fmt(l["candidate"].get<double>()) +
-                " vs " + fmt(l["baseline"].get<double>()) + " " + unit + " (" + fmt(l["speedup"].get<double>()) + "x)";
+        line += (line.empty() ? "" : ", ") + lv + " " + q + " " + format_number(l["candidate"].get<double>()) +
+                " vs " + format_number(l["baseline"].get<double>()) + " " + unit + " (" + format_number(l["speedup"].get<double>()) + "x)";
       }
       if (!line.empty()) out << "  other levels: " << line << "\n";
     }

@@ -9,12 +9,6 @@
 namespace ts {
 namespace {
 
-std::string fmt(double v) {
-  std::ostringstream ss;
-  ss.precision(4);
-  ss << v;
-  return ss.str();
-}
 
 std::string against_text(const GateRule& r) { return r.against == "exact" ? "exact" : "baseline"; }
 
@@ -58,13 +52,13 @@ RuleOutcome judge_accuracy(const GateRule& r, const std::string& tensor, const E
   const Lookup nf = lookup(figs, "nonfinite");
   if (nf.present && nf.value && *nf.value > 0) {
     o.status = RuleStatus::fail;
-    o.message = what + ": candidate has " + fmt(*nf.value) + " non-finite values (NaN never passes)";
+    o.message = what + ": candidate has " + format_number(*nf.value) + " non-finite values (NaN never passes)";
     return o;
   }
   const Lookup nfr = lookup(figs, "nonfinite_ref");
   if (nfr.present && nfr.value && *nfr.value > 0) {
     o.status = RuleStatus::fail;
-    o.message = what + ": the " + against_text(r) + " has " + fmt(*nfr.value) +
+    o.message = what + ": the " + against_text(r) + " has " + format_number(*nfr.value) +
                 " non-finite values, so the comparison cannot pass";
     return o;
   }
@@ -85,8 +79,8 @@ RuleOutcome judge_accuracy(const GateRule& r, const std::string& tensor, const E
     return o;
   }
   std::vector<std::string> failed;
-  if (r.min && !(x >= *r.min)) failed.push_back(fmt(x) + " < min " + fmt(*r.min));
-  if (r.max && !(x <= *r.max)) failed.push_back(fmt(x) + " > max " + fmt(*r.max));
+  if (r.min && !(x >= *r.min)) failed.push_back(format_number(x) + " < min " + format_number(*r.min));
+  if (r.max && !(x <= *r.max)) failed.push_back(format_number(x) + " > max " + format_number(*r.max));
   if (r.max_ratio_to_baseline) {
     const Lookup b = lookup(figures_for(ev.baseline_vs_exact, tensor), r.metric);
     if (!b.present || !b.value || std::isnan(*b.value)) {
@@ -98,15 +92,15 @@ RuleOutcome judge_accuracy(const GateRule& r, const std::string& tensor, const E
       }
     } else {
       const double limit = *r.max_ratio_to_baseline * *b.value;
-      o.bound = r.bound_text() + " (baseline " + fmt(*b.value) + ", limit " + fmt(limit) + ")";
+      o.bound = r.bound_text() + " (baseline " + format_number(*b.value) + ", limit " + format_number(limit) + ")";
       if (!(x <= limit))
-        failed.push_back(fmt(x) + " > " + fmt(*r.max_ratio_to_baseline) + " x baseline's " +
-                         fmt(*b.value) + " = " + fmt(limit));
+        failed.push_back(format_number(x) + " > " + format_number(*r.max_ratio_to_baseline) + " x baseline's " +
+                         format_number(*b.value) + " = " + format_number(limit));
     }
   }
   if (failed.empty()) {
     o.status = RuleStatus::pass;
-    o.message = what + " = " + fmt(x) + " within " + o.bound;
+    o.message = what + " = " + format_number(x) + " within " + o.bound;
   } else {
     o.status = RuleStatus::fail;
     std::string s;
@@ -120,9 +114,9 @@ RuleOutcome judge_speed(const GateRule& r, const std::string& tensor, const Evid
   RuleOutcome o = base_outcome(r, tensor);
   if (r.is_speed()) {
     std::ostringstream b;
-    if (r.min) b << ">= " << fmt(*r.min);
+    if (r.min) b << ">= " << format_number(*r.min);
     if (r.min && r.max) b << " and ";
-    if (r.max) b << "<= " << fmt(*r.max);
+    if (r.max) b << "<= " << format_number(*r.max);
     o.bound = b.str();
   }
   if (!ev.speed || (!ev.speed->interval && !(ev.speed->candidate_ms && ev.speed->baseline_ms))) {
@@ -133,7 +127,7 @@ RuleOutcome judge_speed(const GateRule& r, const std::string& tensor, const Evid
   const SpeedEvidence& s = *ev.speed;
   std::string times;
   if (s.candidate_ms && s.baseline_ms)
-    times = fmt(*s.candidate_ms) + " ms vs baseline " + fmt(*s.baseline_ms) + " ms";
+    times = format_number(*s.candidate_ms) + " ms vs baseline " + format_number(*s.baseline_ms) + " ms";
   if (!s.level.empty()) times += (times.empty() ? "" : ", ") + s.level;
 
   if (s.interval) {
@@ -141,8 +135,8 @@ RuleOutcome judge_speed(const GateRule& r, const std::string& tensor, const Evid
     o.interval = iv;
     o.figure = iv.point;
     const bool any_nan = std::isnan(iv.lower) || std::isnan(iv.upper) || std::isnan(iv.point);
-    const std::string ci = "speedup " + fmt(iv.point) + " [" + fmt(iv.confidence * 100) + "% CI " +
-                           fmt(iv.lower) + ", " + fmt(iv.upper) + "]";
+    const std::string ci = "speedup " + format_number(iv.point) + " [" + format_number(iv.confidence * 100) + "% CI " +
+                           format_number(iv.lower) + ", " + format_number(iv.upper) + "]";
     bool fail = any_nan, straddle = false;
     if (r.min) {
       if (iv.upper < *r.min) fail = true;
@@ -171,7 +165,7 @@ RuleOutcome judge_speed(const GateRule& r, const std::string& tensor, const Evid
   // A single figure carries no spread: at the bound exactly, it cannot show
   // that the candidate is faster, so it neither passes nor fails.
   o.status = fail ? RuleStatus::fail : at_bound ? RuleStatus::inconclusive : RuleStatus::pass;
-  o.message = "speedup " + fmt(x) + " vs " + o.bound + " (" + times + "; judged on single figures, no samples)" +
+  o.message = "speedup " + format_number(x) + " vs " + o.bound + " (" + times + "; judged on single figures, no samples)" +
               (o.status == RuleStatus::inconclusive ? ": a single figure at the bound cannot decide" : "");
   return o;
 }
@@ -194,10 +188,10 @@ void builtin_checks(const GateFile& gate, const Evidence& ev, std::vector<RuleOu
         o.tensor = tensor;
         o.builtin = true;
         o.figure = *zf.value - *zr.value;
-        o.bound = "excess zeros <= " + fmt(kZeroGuardExcess);
+        o.bound = "excess zeros <= " + format_number(kZeroGuardExcess);
         const bool bad = !(*o.figure <= kZeroGuardExcess);
         o.status = bad ? RuleStatus::fail : RuleStatus::pass;
-        o.message = "zero_fraction " + fmt(*zf.value) + " vs " + against + "'s " + fmt(*zr.value) +
+        o.message = "zero_fraction " + format_number(*zf.value) + " vs " + against + "'s " + format_number(*zr.value) +
                     (bad ? ": the candidate is mostly zeros where the reference is not" : "");
         out.push_back(o);
       }
@@ -212,7 +206,7 @@ void builtin_checks(const GateFile& gate, const Evidence& ev, std::vector<RuleOu
         o.figure = *nf.value;
         o.bound = "== 0";
         o.status = *nf.value == 0 ? RuleStatus::pass : RuleStatus::fail;
-        o.message = fmt(*nf.value) + " non-finite values in the candidate" +
+        o.message = format_number(*nf.value) + " non-finite values in the candidate" +
                     (*nf.value == 0 ? "" : " (NaN never passes)");
         out.push_back(o);
       }
