@@ -15,7 +15,7 @@ namespace {
 struct Acc {
   int64_t n = 0;
   double d2 = 0, a2 = 0, b2 = 0, ab = 0, absd = 0, absb = 0, max_absd = 0;
-  int64_t nonfinite_a = 0, nonfinite_b = 0, zeros_a = 0, zeros_b = 0;
+  int64_t nonfinite_a = 0, nonfinite_b = 0, zeros_a = 0, zeros_b = 0, identical = 0;
   double ulp_max = 0;
 
   void add(double x, double y, DType storage) {
@@ -36,6 +36,7 @@ struct Acc {
     if (std::isnan(ad) || ad > max_absd) max_absd = ad;
     const double u = ulp_distance(x, y, storage);
     if (u > ulp_max) ulp_max = u;
+    if (u == 0.0) ++identical;
   }
 
   void merge(const Acc& o) {
@@ -52,6 +53,7 @@ struct Acc {
     zeros_a += o.zeros_a;
     zeros_b += o.zeros_b;
     if (o.ulp_max > ulp_max) ulp_max = o.ulp_max;
+    identical += o.identical;
   }
 
   MetricSet finish() const {
@@ -73,6 +75,7 @@ struct Acc {
     m.mean_abs = absd / dn;
     m.zero_fraction = static_cast<double>(zeros_a) / dn;
     m.zero_fraction_ref = static_cast<double>(zeros_b) / dn;
+    m.identical_fraction = static_cast<double>(identical) / dn;
     return m;
   }
 };
@@ -184,6 +187,7 @@ std::map<std::string, std::optional<double>> metric_map(const MetricSet& m) {
           {"nonfinite", static_cast<double>(m.nonfinite)},
           {"zero_fraction", m.count ? std::optional<double>(m.zero_fraction) : std::nullopt},
           {"ulp_max", m.ulp_max},
+          {"identical_fraction", m.count ? std::optional<double>(m.identical_fraction) : std::nullopt},
           {"nonfinite_ref", static_cast<double>(m.nonfinite_ref)},
           {"zero_fraction_ref", m.count ? std::optional<double>(m.zero_fraction_ref) : std::nullopt}};
 }
@@ -191,7 +195,8 @@ std::map<std::string, std::optional<double>> metric_map(const MetricSet& m) {
 const std::vector<std::string>& metric_names() {
   static const std::vector<std::string> names = {"rel_l2",   "cosine",    "rel_l1",
                                                  "rmse",     "max_abs",   "mean_abs",
-                                                 "nonfinite", "zero_fraction", "ulp_max"};
+                                                 "nonfinite", "zero_fraction", "ulp_max",
+                                                 "identical_fraction"};
   return names;
 }
 
@@ -209,6 +214,7 @@ nlohmann::json MetricSet::to_json() const {
   j["zero_fraction"] = num(zero_fraction);
   j["zero_fraction_ref"] = num(zero_fraction_ref);
   j["ulp_max"] = num(ulp_max);
+  j["identical_fraction"] = num(identical_fraction);
   return j;
 }
 

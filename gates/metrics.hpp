@@ -27,6 +27,10 @@ struct MetricSet {
   // Largest distance in units in the last place at the storage type (bf16,
   // f16, f32 or f64 of `a`); infinite when any value is non-finite.
   double ulp_max = 0;
+  // Share of elements equal at the storage type (ulp distance 0; NaN is never
+  // equal): how many codes or scales of an emulation match a real kernel's
+  // bit for bit, where rel_l2 would hide a systematic one-ulp offset.
+  double identical_fraction = 0;
 
   // Value of a metric by its gates.md name ("rel_l2", "cosine", ...); nullopt
   // when undefined. Throws InputError for an unknown name.

@@ -1,9 +1,12 @@
 #pragma once
 // Renderings of a gate run (gates.md "Reports"): a terminal table, JSON
-// (everything), JUnit XML (one test case per candidate x rule) and a
-// Markdown summary for CI job pages.
+// (everything), JUnit XML (one test case per candidate x rule), a
+// Markdown summary for CI job pages and a self-contained HTML page with
+// inline SVG plots for triage.
+#include <optional>
 #include <string>
 
+#include "gates/metrics.hpp"
 #include "gates/verdict.hpp"
 
 namespace ts {
@@ -12,6 +15,24 @@ std::string render_terminal(const GateRun& run);
 std::string render_json(const GateRun& run);
 std::string render_junit(const GateRun& run);
 std::string render_markdown(const GateRun& run);
+// One HTML5 file, no scripts or external resources: verdict badges, the
+// rules table per candidate, each rule's figures against its bound.
+std::string render_html(const GateRun& run);
+
+// What `touchstone compare F A B --html` shows: plain figures, so that gates/
+// stays free of fixtures.
+struct CompareReport {
+  std::string fixture;
+  std::string a_name, a_dataset, a_dtype;  // the candidate
+  std::string b_name, b_dataset, b_dtype;  // the reference
+  std::string shape;
+  MetricSet metrics;
+  std::optional<MetricBreakdown> breakdown;
+  std::string breakdown_note;  // why there is no breakdown, when there is none
+};
+// The metrics table and, with a breakdown, rel_l2 by head, by 128-token
+// query block and by latent frame.
+std::string render_compare_html(const CompareReport& report);
 
 // Writes to a temporary file beside `path` and renames it over `path`, so a
 // failed write never leaves a truncated report. InputError naming the path.

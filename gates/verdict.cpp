@@ -92,6 +92,7 @@ RuleOutcome judge_accuracy(const GateRule& r, const std::string& tensor, const E
       }
     } else {
       const double limit = *r.max_ratio_to_baseline * *b.value;
+      o.limit = limit;
       o.bound = r.bound_text() + " (baseline " + format_number(*b.value) + ", limit " + format_number(limit) + ")";
       if (!(x <= limit))
         failed.push_back(format_number(x) + " > " + format_number(*r.max_ratio_to_baseline) + " x baseline's " +

@@ -59,6 +59,9 @@ struct RuleOutcome {
   bool builtin = false;   // zero_guard, finite_guard, run
   bool optional = false;  // a missing figure does not make the candidate INCONCLUSIVE
   std::optional<Interval> interval;
+  // max_ratio_to_baseline resolved to a figure (k x the baseline's), kept as
+  // a number so that plots can draw it; `bound` holds it only as text.
+  std::optional<double> limit;
   nlohmann::json to_json() const;
 };
 

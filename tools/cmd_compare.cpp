@@ -1,6 +1,7 @@
 // touchstone compare F A B: the metrics of gates.md between two tensors of a
 // fixture (A the candidate, B the reference), with --breakdown the worst heads,
-// query blocks and frames; --stages hands over to the block's stage comparison.
+// query blocks and frames, with --html a page plotting every head, query block
+// and frame; --stages hands over to the block's stage comparison.
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -9,13 +10,14 @@
 #include "core/error.hpp"
 #include "fixtures/fixture.hpp"
 #include "gates/metrics.hpp"
+#include "gates/report.hpp"
 #include "tools/command.hpp"
 #include "tools/compare_stages.hpp"
 
 namespace {
 
 struct Opts {
-  std::string fixture, a, b, gate;
+  std::string fixture, a, b, gate, html;
   bool json = false, breakdown = false, stages = false;
   int top = 5;
 };
@@ -47,7 +49,10 @@ std::string show(const std::optional<double>& v) {
 }
 
 int run(const Opts& o) {
-  if (o.stages) return ts::compare_stages(o.fixture, o.a, o.b, o.gate, o.json);
+  if (o.stages) {
+    if (!o.html.empty()) throw ts::InputError("--html applies to a comparison of two tensors, not --stages");
+    return ts::compare_stages(o.fixture, o.a, o.b, o.gate, o.json);
+  }
   if (!o.gate.empty()) throw ts::InputError("--gate applies to --stages only");
   const ts::Tensor a = read(o.fixture, o.a), b = read(o.fixture, o.b);
   const ts::MetricSet m = ts::compute_metrics(a, b);
@@ -57,12 +62,39 @@ int run(const Opts& o) {
                    {"shape", a.shape_string()},
                    {"metrics", m.to_json()}};
   std::optional<ts::MetricBreakdown> br;
+  if (o.breakdown && a.rank() != 3)
+    throw ts::InputError("--breakdown needs [S, H, D] tensors, got " + a.shape_string());
+  // The page's plots are the breakdown, so --html computes it whenever the
+  // tensors have heads, without asking for --breakdown; a breakdown only the
+  // page wanted does not fail the comparison, the page says why it is absent.
+  std::string no_breakdown = "no breakdown: it needs [S, H, D] tensors, these are " + a.shape_string();
+  if (a.rank() == 3 && (o.breakdown || !o.html.empty())) {
+    try {
+      const ts::Fixture fx = ts::load_fixture(o.fixture, {true, false});
+      br = ts::compute_breakdown(a, b, fx.config);
+    } catch (const ts::InputError& e) {
+      if (o.breakdown) throw;
+      no_breakdown = std::string("no breakdown: ") + e.what();
+    }
+  }
   if (o.breakdown) {
-    if (a.rank() != 3) throw ts::InputError("--breakdown needs [S, H, D] tensors, got " + a.shape_string());
-    const ts::Fixture fx = ts::load_fixture(o.fixture, {true, false});
-    br = ts::compute_breakdown(a, b, fx.config);
     j["breakdown"] = br->to_json();
     j["worst"] = br->worst(static_cast<size_t>(o.top));
+  }
+  if (!o.html.empty()) {
+    ts::CompareReport rep;
+    rep.fixture = o.fixture;
+    rep.a_name = o.a;
+    rep.a_dataset = dataset_of(o.a);
+    rep.a_dtype = ts::dtype_name(a.dtype);
+    rep.b_name = o.b;
+    rep.b_dataset = dataset_of(o.b);
+    rep.b_dtype = ts::dtype_name(b.dtype);
+    rep.shape = a.shape_string();
+    rep.metrics = m;
+    rep.breakdown = br;
+    if (!br) rep.breakdown_note = no_breakdown;
+    ts::write_file_atomic(o.html, ts::render_compare_html(rep));
   }
   if (o.json) {
     std::cout << j.dump(2) << "\n";
@@ -71,9 +103,9 @@ int run(const Opts& o) {
   std::cout << o.fixture << ": " << dataset_of(o.a) << " (" << ts::dtype_name(a.dtype) << ") vs "
             << dataset_of(o.b) << " (" << ts::dtype_name(b.dtype) << "), " << a.shape_string() << "\n";
   const auto mm = ts::metric_map(m);
-  for (const auto& name : ts::metric_names()) std::printf("  %-14s %s\n", name.c_str(), show(mm.at(name)).c_str());
+  for (const auto& name : ts::metric_names()) std::printf("  %-18s %s\n", name.c_str(), show(mm.at(name)).c_str());
   if (m.nonfinite_ref) std::printf("  note: the reference holds %lld non-finite values\n", static_cast<long long>(m.nonfinite_ref));
-  if (br) {
+  if (br && o.breakdown) {
     const auto w = br->worst(static_cast<size_t>(o.top));
     auto list = [&](const char* title, const char* key, const std::vector<ts::MetricSet>& v) {
       std::printf("  worst %s by rel_l2 (of %zu):", title, v.size());
@@ -102,6 +134,9 @@ ts::cli::Registration reg{
       app.add_option("b", o->b, "reference: as A")->required();
       app.add_flag("--json", o->json, "print everything as JSON");
       app.add_flag("--breakdown", o->breakdown, "per head, per 128-token query block, per latent frame");
+      app.add_option("--html", o->html,
+                     "write a self-contained HTML page: the metrics and SVG plots of rel_l2 per head, "
+                     "query block and frame");
       app.add_option("--top", o->top, "how many of the worst groups to print")->capture_default_str();
       app.add_flag("--stages", o->stages, "compare block stage sets (see compare_stages.hpp)");
       app.add_option("--gate", o->gate, "with --stages: a touchstone.gate/1 file naming stage bounds");

@@ -22,7 +22,7 @@ struct Opts {
   int pairs = 10, warmup = 1, rotate = 2;
   double budget_s = 0;
   uint64_t seed = 1;
-  std::string json, junit, markdown;
+  std::string json, junit, markdown, html;
   bool allow_nonfinite = false;
 };
 
@@ -77,6 +77,7 @@ int run(const Opts& o) {
   if (!o.json.empty()) ts::write_file_atomic(o.json, ts::render_json(r));
   if (!o.junit.empty()) ts::write_file_atomic(o.junit, ts::render_junit(r));
   if (!o.markdown.empty()) ts::write_file_atomic(o.markdown, ts::render_markdown(r));
+  if (!o.html.empty()) ts::write_file_atomic(o.html, ts::render_html(r));
   std::cout << ts::render_terminal(r) << std::flush;
   return r.exit_code();
 }
@@ -105,6 +106,8 @@ ts::cli::Registration reg{
       app.add_option("--json", o->json, "write the full report as JSON to this file");
       app.add_option("--junit", o->junit, "write JUnit XML (one test case per candidate x rule)");
       app.add_option("--markdown", o->markdown, "write a Markdown summary (CI job summary)");
+      app.add_option("--html", o->html,
+                     "write a self-contained HTML page: verdicts, rules tables, figures against bounds as SVG plots");
       app.add_flag("--allow-nonfinite", o->allow_nonfinite, "accept NaN/Inf in the fixture's inputs");
       return [o] { return run(*o); };
     }};

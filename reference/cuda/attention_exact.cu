@@ -1,6 +1,17 @@
-// The exact attention reference's device kernel (see attention_exact.hpp).
+// The exact attention reference's device part (see attention_exact.hpp).
+//
+// Per chunk of queries and for all heads at once: scores = Q Kᵀ·scale with a
+// float64 cuBLAS GEMM (the H200's float64 tensor cores), an exact float64
+// softmax over the whole key row (max first, then exp and the row sum), P·V with
+// a second float64 GEMM, then division by the row sum as the host reference
+// does. The whole row is materialised instead of streamed because two large
+// GEMMs run the float64 tensor cores near their peak, which a hand-written
+// streaming kernel would have to earn. cuBLAS gives the same bits run to run on
+// one GPU model; the block reduction below has a fixed order.
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <string>
 
 #include "reference/cuda/exact_kernel.hpp"
@@ -8,66 +19,81 @@
 namespace ts::cuda {
 namespace {
 
-constexpr int kMaxD = kExactMaxHeadDim;
-constexpr int kQueriesPerBlock = 64;
-constexpr int kKeysPerTile = 8;  // K and V tiles: 2 x 8 x 256 doubles = 32 KiB of shared memory
+constexpr int kThreads = 256;
 
+template <class T>
 struct DeviceBuffer {
-  double* p = nullptr;
+  T* p = nullptr;
   cudaError_t err = cudaSuccess;
-  explicit DeviceBuffer(size_t n) { err = cudaMalloc(&p, n * sizeof(double)); }
+  explicit DeviceBuffer(size_t n) { err = cudaMalloc(&p, std::max<size_t>(n, 1) * sizeof(T)); }
   ~DeviceBuffer() { cudaFree(p); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 };
 
-// One thread per query of one head; keys and values stream through shared
-// memory a tile at a time, and the running max is updated once per tile.
-__global__ void exact_attention_kernel(const double* q, const double* k, const double* v,
-                                       double* out, long long S, long long H, int D,
-                                       double scale) {
-  __shared__ double ks[kKeysPerTile][kMaxD];
-  __shared__ double vs[kKeysPerTile][kMaxD];
-  const long long h = blockIdx.y;
-  const long long i = static_cast<long long>(blockIdx.x) * kQueriesPerBlock + threadIdx.x;
-  const bool active = i < S;
-  double qi[kMaxD], acc[kMaxD];
-  for (int d = 0; d < D; ++d) {
-    qi[d] = active ? q[(i * H + h) * D + d] : 0.0;
-    acc[d] = 0.0;
+struct Blas {
+  cublasHandle_t h = nullptr;
+  cublasStatus_t status = cublasCreate(&h);
+  ~Blas() {
+    if (h) cublasDestroy(h);
   }
-  double m = -INFINITY, l = 0.0;
-  for (long long j0 = 0; j0 < S; j0 += kKeysPerTile) {
-    const int nk = static_cast<int>(min(static_cast<long long>(kKeysPerTile), S - j0));
-    __syncthreads();
-    for (int e = threadIdx.x; e < nk * D; e += blockDim.x) {
-      const int jj = e / D, d = e % D;
-      ks[jj][d] = k[((j0 + jj) * H + h) * D + d];
-      vs[jj][d] = v[((j0 + jj) * H + h) * D + d];
-    }
-    __syncthreads();
-    if (!active) continue;
-    double s[kKeysPerTile];
-    double tile_max = -INFINITY;
-    for (int jj = 0; jj < nk; ++jj) {
-      double dot = 0.0;
-      for (int d = 0; d < D; ++d) dot += qi[d] * ks[jj][d];
-      s[jj] = dot * scale;
-      tile_max = fmax(tile_max, s[jj]);
-    }
-    const double m_new = fmax(m, tile_max);
-    const double corr = exp(m - m_new);  // 0 on the first tile
-    l *= corr;
-    for (int d = 0; d < D; ++d) acc[d] *= corr;
-    for (int jj = 0; jj < nk; ++jj) {
-      const double p = exp(s[jj] - m_new);
-      l += p;
-      for (int d = 0; d < D; ++d) acc[d] += p * vs[jj][d];
-    }
-    m = m_new;
+};
+
+struct Events {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  Events() {
+    cudaEventCreate(&start);
+    cudaEventCreate(&stop);
   }
-  if (active)
-    for (int d = 0; d < D; ++d) out[(i * H + h) * D + d] = acc[d] / l;
+  ~Events() {
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+  }
+};
+
+// Sum or max of one value per thread, in a fixed tree order.
+template <bool kMax>
+__device__ double block_reduce(double x, double* shared) {
+  shared[threadIdx.x] = x;
+  __syncthreads();
+  for (int w = kThreads / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w)
+      shared[threadIdx.x] = kMax ? fmax(shared[threadIdx.x], shared[threadIdx.x + w])
+                                 : shared[threadIdx.x] + shared[threadIdx.x + w];
+    __syncthreads();
+  }
+  const double r = shared[0];
+  __syncthreads();
+  return r;
+}
+
+// Row (query r of head h): scores -> exp(s - max) in place; the row sum to l.
+__global__ void softmax_rows(double* scores, double* l, long long S, long long chunk) {
+  __shared__ double shared[kThreads];
+  double* row = scores + (static_cast<long long>(blockIdx.y) * chunk + blockIdx.x) * S;
+  double m = -INFINITY;
+  for (long long j = threadIdx.x; j < S; j += kThreads) m = fmax(m, row[j]);
+  m = block_reduce<true>(m, shared);
+  double sum = 0.0;
+  for (long long j = threadIdx.x; j < S; j += kThreads) {
+    const double p = exp(row[j] - m);
+    row[j] = p;
+    sum += p;
+  }
+  sum = block_reduce<false>(sum, shared);
+  if (threadIdx.x == 0) l[static_cast<long long>(blockIdx.y) * chunk + blockIdx.x] = sum;
+}
+
+// out rows of this chunk /= their row sums.
+__global__ void divide_rows(double* out, const double* l, long long H, int D, long long chunk) {
+  const long long r = blockIdx.x, h = blockIdx.y;
+  const double den = l[h * chunk + r];
+  for (int d = threadIdx.x; d < D; d += blockDim.x) out[(r * H + h) * D + d] /= den;
+}
+
+std::string fail(const char* what, cudaError_t e) { return std::string(what) + ": " + cudaGetErrorString(e); }
+std::string fail(const char* what, cublasStatus_t s) {
+  return std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(s));
 }
 
 }  // namespace
@@ -84,26 +110,65 @@ bool device_available(std::string* why) {
 }
 
 std::string exact_attention_fp64(const double* q, const double* k, const double* v, double* out,
-                                 long long S, long long H, int D, double scale) {
+                                 long long S, long long H, int D, double scale, long long chunk,
+                                 ExactTiming* timing) {
   const size_t n = static_cast<size_t>(S * H * D);
-  DeviceBuffer dq(n), dk(n), dv(n), dout(n);
-  for (const DeviceBuffer* b : {&dq, &dk, &dv, &dout})
-    if (b->err != cudaSuccess) return std::string("cudaMalloc: ") + cudaGetErrorString(b->err);
-  auto fail = [](const char* what, cudaError_t e) {
-    return std::string(what) + ": " + cudaGetErrorString(e);
-  };
+  if (chunk <= 0) {
+    // As many queries per chunk as a quarter of the free memory holds in scores, at most 8 GiB.
+    size_t free_b = 0, total_b = 0;
+    cudaError_t e = cudaMemGetInfo(&free_b, &total_b);
+    if (e != cudaSuccess) return fail("cudaMemGetInfo", e);
+    const double budget = std::min(static_cast<double>(free_b) / 4, 8.0 * (1ull << 30));
+    chunk = static_cast<long long>(budget / (8.0 * static_cast<double>(S * H)));
+    chunk = std::max(32LL, chunk / 32 * 32);
+  }
+  chunk = std::min(chunk, S);
+  DeviceBuffer<double> dq(n), dk(n), dv(n), dout(n);
+  DeviceBuffer<double> scores(static_cast<size_t>(chunk * H * S)), l(static_cast<size_t>(chunk * H));
+  for (const DeviceBuffer<double>* b : {&dq, &dk, &dv, &dout, &scores, &l})
+    if (b->err != cudaSuccess) return fail("cudaMalloc", b->err);
+  Blas blas;
+  if (blas.status != CUBLAS_STATUS_SUCCESS) return fail("cublasCreate", blas.status);
+  Events ev;
   cudaError_t e;
   if ((e = cudaMemcpy(dq.p, q, n * 8, cudaMemcpyHostToDevice)) != cudaSuccess) return fail("copy q", e);
   if ((e = cudaMemcpy(dk.p, k, n * 8, cudaMemcpyHostToDevice)) != cudaSuccess) return fail("copy k", e);
   if ((e = cudaMemcpy(dv.p, v, n * 8, cudaMemcpyHostToDevice)) != cudaSuccess) return fail("copy v", e);
   // Poison the output so a kernel that writes nothing cannot pass.
   if ((e = cudaMemset(dout.p, 0xFF, n * 8)) != cudaSuccess) return fail("poison output", e);
-  const dim3 grid(static_cast<unsigned>((S + kQueriesPerBlock - 1) / kQueriesPerBlock),
-                  static_cast<unsigned>(H));
-  exact_attention_kernel<<<grid, kQueriesPerBlock>>>(dq.p, dk.p, dv.p, dout.p, S, H, D, scale);
-  if ((e = cudaGetLastError()) != cudaSuccess) return fail("launch", e);
-  if ((e = cudaDeviceSynchronize()) != cudaSuccess) return fail("kernel", e);
+  if ((e = cudaEventRecord(ev.start)) != cudaSuccess) return fail("event", e);
+  // [S, H, D] row-major seen column-major: head h of K is a D x S matrix at k + h*D with
+  // leading dimension H*D, so heads are a strided batch with stride D.
+  const long long HD = H * D;
+  const double one = 1.0, zero = 0.0;
+  for (long long c0 = 0; c0 < S; c0 += chunk) {
+    const long long nq = std::min(chunk, S - c0);
+    // scores_h (S x nq, column r = query c0+r) = scale · K_hᵀ Q_h
+    cublasStatus_t st = cublasDgemmStridedBatched(
+        blas.h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(S), static_cast<int>(nq), D, &scale, dk.p,
+        static_cast<int>(HD), D, dq.p + c0 * HD, static_cast<int>(HD), D, &zero, scores.p,
+        static_cast<int>(S), chunk * S, static_cast<int>(H));
+    if (st != CUBLAS_STATUS_SUCCESS) return fail("scores GEMM", st);
+    softmax_rows<<<dim3(static_cast<unsigned>(nq), static_cast<unsigned>(H)), kThreads>>>(scores.p, l.p, S, chunk);
+    if ((e = cudaGetLastError()) != cudaSuccess) return fail("softmax launch", e);
+    // out_h (D x nq) = V_h (D x S) · P_h (S x nq)
+    st = cublasDgemmStridedBatched(blas.h, CUBLAS_OP_N, CUBLAS_OP_N, D, static_cast<int>(nq),
+                                   static_cast<int>(S), &one, dv.p, static_cast<int>(HD), D, scores.p,
+                                   static_cast<int>(S), chunk * S, &zero, dout.p + c0 * HD,
+                                   static_cast<int>(HD), D, static_cast<int>(H));
+    if (st != CUBLAS_STATUS_SUCCESS) return fail("P·V GEMM", st);
+    divide_rows<<<dim3(static_cast<unsigned>(nq), static_cast<unsigned>(H)), 128>>>(dout.p + c0 * HD, l.p, H, D, chunk);
+    if ((e = cudaGetLastError()) != cudaSuccess) return fail("divide launch", e);
+  }
+  if ((e = cudaEventRecord(ev.stop)) != cudaSuccess) return fail("event", e);
+  if ((e = cudaEventSynchronize(ev.stop)) != cudaSuccess) return fail("kernels", e);
   if ((e = cudaMemcpy(out, dout.p, n * 8, cudaMemcpyDeviceToHost)) != cudaSuccess) return fail("copy out", e);
+  if (timing) {
+    float ms = 0;
+    if ((e = cudaEventElapsedTime(&ms, ev.start, ev.stop)) != cudaSuccess) return fail("event time", e);
+    timing->device_ms = ms;
+    timing->chunk = chunk;
+  }
   return {};
 }
 

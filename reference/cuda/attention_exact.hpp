@@ -3,7 +3,8 @@
 // reference/attention_exact.hpp name for name (as CUTLASS's host and device
 // references do): float64 inputs, running-max softmax, float64 accumulation,
 // over the whole packed sequence. Agrees with the host reference to ~1e-15
-// relative L2 (not bit for bit: the device's exp and reduction order differ).
+// relative L2 (not bit for bit: the device's exp, GEMM order and two-pass
+// softmax differ from the host's streamed one).
 #include <memory>
 #include <string>
 
@@ -13,11 +14,13 @@
 
 namespace ts::cuda {
 
-// out: [S, H, D] float64. Throws InputError for head_dim > 256, InternalError
-// for CUDA failures (each CUDA call is checked), InputError when no device.
-AttentionResult attention_exact(const AttentionProblem& problem);
+// out: [S, H, D] float64; stats: device_ms (CUDA events around the compute,
+// transfers excluded) and the chunk used. `chunk` = queries per step (0: sized
+// from free device memory). InternalError for CUDA/cuBLAS failures (each call is
+// checked), InputError when no device.
+AttentionResult attention_exact(const AttentionProblem& problem, long long chunk = 0);
 
-// kind "exact_cuda": no parameters.
+// kind "exact_cuda": `chunk` (queries per step, default 0 = automatic).
 std::unique_ptr<AttentionBackend> make_exact_backend(BackendParams& params);
 
 }  // namespace ts::cuda

@@ -8,11 +8,18 @@ namespace ts::cuda {
 // True when a CUDA device can be used; otherwise `why` says why not.
 bool device_available(std::string* why);
 
-// out[S*H*D] = softmax(q k^T * scale) v per head, all [S, H, D] contiguous
-// float64 host arrays. Returns an empty string, or the CUDA error.
-std::string exact_attention_fp64(const double* q, const double* k, const double* v, double* out,
-                                 long long S, long long H, int D, double scale);
+// What the device measured: CUDA events around the compute (transfers excluded).
+struct ExactTiming {
+  double device_ms = 0;
+  long long chunk = 0;  // queries per chunk actually used
+};
 
-inline constexpr int kExactMaxHeadDim = 256;
+// out[S*H*D] = softmax(q k^T * scale) v per head, all [S, H, D] contiguous
+// float64 host arrays. `chunk` queries are processed at a time (0: as many as a
+// quarter of the free device memory holds). Returns an empty string, or the
+// failing CUDA/cuBLAS call.
+std::string exact_attention_fp64(const double* q, const double* k, const double* v, double* out,
+                                 long long S, long long H, int D, double scale, long long chunk,
+                                 ExactTiming* timing);
 
 }  // namespace ts::cuda

@@ -85,6 +85,20 @@ TEST_CASE("ulp distance counts at the storage type") {
   CHECK(compute_metrics(a, b, DType::f32).ulp_max == 65536.0);
 }
 
+TEST_CASE("identical_fraction counts equal values at the storage type, NaN never equal") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto codes = vec({1, -3, 127, 0}, DType::i8), other = vec({1, -2, 127, 0}, DType::i8);
+  CHECK(compute_metrics(codes, other).identical_fraction == 0.75);
+  CHECK(compute_metrics(codes, codes).identical_fraction == 1.0);
+  // One float32 ulp apart is not identical; -0 equals +0 (the same value).
+  const float up = std::nextafter(0.5f, 1.0f);
+  auto s1 = vec({0.5, 0.0, 2.0}, DType::f32), s2 = vec({static_cast<double>(up), -0.0, 2.0}, DType::f32);
+  CHECK(compute_metrics(s1, s2).identical_fraction == Approx(2.0 / 3.0));
+  auto n1 = vec({nan, 1.0}, DType::f32), n2 = vec({nan, 1.0}, DType::f32);
+  CHECK(compute_metrics(n1, n2).identical_fraction == 0.5);
+  CHECK_FALSE(compute_metrics(Tensor({0}, DType::f32), Tensor({0}, DType::f32)).get("identical_fraction"));
+}
+
 TEST_CASE("metrics are identical at any thread count") {
   Tensor a({300001}, DType::f64), b({300001}, DType::f64);
   uint64_t s = 12345;
