@@ -2,6 +2,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "gates/markup.hpp"
 #include "gates/report.hpp"
 #include "gates/svg_plot.hpp"
 
@@ -33,7 +34,7 @@ svg.plot .gap{fill:none;stroke:#9a6700;stroke-dasharray:3 3}svg.plot .gaptext{fi
 svg.plot .series{fill:none;stroke:#0969da;stroke-width:1.5}svg.plot .point{fill:#0969da}svg.plot .gapmark{stroke:#cf222e;stroke-width:2}
 )css";
 
-std::string esc(const std::string& s) { return html_escape(s); }
+std::string esc(const std::string& s) { return markup_escape(s); }
 
 std::string page_open(const std::string& title) {
   return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"

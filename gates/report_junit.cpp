@@ -1,27 +1,12 @@
 #include <sstream>
 
+#include "gates/markup.hpp"
 #include "gates/report.hpp"
 
 namespace ts {
 namespace {
 
-std::string esc(const std::string& s) {
-  std::string o;
-  for (unsigned char ch : s) {
-    switch (ch) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&apos;"; break;
-      default:
-        // XML 1.0 forbids most control characters even when escaped.
-        if (ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') o += ' ';
-        else o += static_cast<char>(ch);
-    }
-  }
-  return o;
-}
+std::string esc(const std::string& s) { return markup_escape(s); }
 
 }  // namespace
 

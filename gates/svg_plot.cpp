@@ -7,27 +7,9 @@
 #include <sstream>
 
 #include "gates/gate_file.hpp"
+#include "gates/markup.hpp"
 
 namespace ts {
-
-std::string html_escape(const std::string& s) {
-  std::string o;
-  o.reserve(s.size());
-  for (unsigned char ch : s) {
-    switch (ch) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&#39;"; break;
-      default:
-        // Control characters are parse errors in HTML and invisible anyway.
-        if (ch < 0x20 && ch != '\t' && ch != '\n') o += ' ';
-        else o += static_cast<char>(ch);
-    }
-  }
-  return o;
-}
 
 namespace svg {
 namespace {
@@ -66,8 +48,8 @@ std::string short_label(const std::string& s) {
 std::string open_svg(double w, double h, const std::string& title) {
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"plot\" viewBox=\"0 0 " << c(w) << " " << c(h)
-    << "\" width=\"" << c(w) << "\" height=\"" << c(h) << "\" role=\"img\" aria-label=\"" << html_escape(title)
-    << "\">\n<title>" << html_escape(title) << "</title>\n";
+    << "\" width=\"" << c(w) << "\" height=\"" << c(h) << "\" role=\"img\" aria-label=\"" << markup_escape(title)
+    << "\">\n<title>" << markup_escape(title) << "</title>\n";
   return o.str();
 }
 
@@ -192,7 +174,7 @@ std::string dot_plot(const std::string& title, const std::vector<Dot>& rows, con
     o << "<line class=\"grid\" x1=\"" << c(x) << "\" y1=\"" << c(top) << "\" x2=\"" << c(x) << "\" y2=\""
       << c(bottom) << "\"/>";
     o << "<text class=\"tick\" x=\"" << c(x) << "\" y=\"" << c(bottom + 16) << "\" text-anchor=\"middle\">"
-      << html_escape(t.label) << "</text>\n";
+      << markup_escape(t.label) << "</text>\n";
   }
   o << "<line class=\"axis\" x1=\"" << c(x0) << "\" y1=\"" << c(bottom) << "\" x2=\"" << c(x1) << "\" y2=\""
     << c(bottom) << "\"/>\n";
@@ -202,16 +184,16 @@ std::string dot_plot(const std::string& title, const std::vector<Dot>& rows, con
   for (size_t i = 0; i < rows.size(); ++i) {
     const Dot& r = rows[i];
     const double y = top + row_h * (static_cast<double>(i) + 0.5);
-    o << "<g class=\"row\"><title>" << html_escape(r.label + ": " + text_of_value(r.value, r.gap_text)) << "</title>";
+    o << "<g class=\"row\"><title>" << markup_escape(r.label + ": " + text_of_value(r.value, r.gap_text)) << "</title>";
     if (i % 2 == 0)
       o << "<rect class=\"band\" x=\"" << c(x0) << "\" y=\"" << c(y - row_h / 2) << "\" width=\"" << c(x1 - x0)
         << "\" height=\"" << c(row_h) << "\"/>";
     o << "<text class=\"label\" x=\"" << c(x0 - 8) << "\" y=\"" << c(y + 4) << "\" text-anchor=\"end\">"
-      << html_escape(short_label(r.label)) << "</text>";
+      << markup_escape(short_label(r.label)) << "</text>";
     if (drawable(r.row_bound, axis))
       o << "<line class=\"bound\" x1=\"" << c(X(*r.row_bound)) << "\" y1=\"" << c(y - row_h / 2 + 2) << "\" x2=\""
         << c(X(*r.row_bound)) << "\" y2=\"" << c(y + row_h / 2 - 2) << "\"><title>bound "
-        << html_escape(format_number(*r.row_bound)) << "</title></line>";
+        << markup_escape(format_number(*r.row_bound)) << "</title></line>";
     if (drawable(r.value, axis)) {
       const double cx = X(*r.value);
       double right = cx;
@@ -221,15 +203,15 @@ std::string dot_plot(const std::string& title, const std::vector<Dot>& rows, con
         o << "<path class=\"whisker\" d=\"M" << c(a) << " " << c(y - 5) << "V" << c(y + 5) << "M" << c(a) << " "
           << c(y) << "H" << c(b) << "M" << c(b) << " " << c(y - 5) << "V" << c(y + 5) << "\"/>";
       }
-      o << "<circle class=\"dot " << html_escape(r.css) << "\" cx=\"" << c(cx) << "\" cy=\"" << c(y)
+      o << "<circle class=\"dot " << markup_escape(r.css) << "\" cx=\"" << c(cx) << "\" cy=\"" << c(y)
         << "\" r=\"5\"/>";
       o << "<text class=\"value\" x=\"" << c(right + 9) << "\" y=\"" << c(y + 4) << "\">"
-        << html_escape(format_number(*r.value)) << "</text>";
+        << markup_escape(format_number(*r.value)) << "</text>";
     } else {
       o << "<rect class=\"gap\" x=\"" << c(x0 + 2) << "\" y=\"" << c(y - row_h / 2 + 3) << "\" width=\""
         << c(x1 - x0 - 4) << "\" height=\"" << c(row_h - 6) << "\"/>";
       o << "<text class=\"gaptext\" x=\"" << c((x0 + x1) / 2) << "\" y=\"" << c(y + 4)
-        << "\" text-anchor=\"middle\">" << html_escape(text_of_value(r.value, r.gap_text)) << "</text>";
+        << "\" text-anchor=\"middle\">" << markup_escape(text_of_value(r.value, r.gap_text)) << "</text>";
     }
     o << "</g>\n";
   }
@@ -242,7 +224,7 @@ std::string dot_plot(const std::string& title, const std::vector<Dot>& rows, con
     o << "<line class=\"bound\" x1=\"" << c(x) << "\" y1=\"" << c(top - 6) << "\" x2=\"" << c(x) << "\" y2=\""
       << c(bottom) << "\"/>";
     o << "<text class=\"boundtext\" x=\"" << c(x + (i % 2 ? 4 : -4)) << "\" y=\"" << c(top - 10)
-      << "\" text-anchor=\"" << (i % 2 ? "start" : "end") << "\">" << html_escape(b.label) << "</text>\n";
+      << "\" text-anchor=\"" << (i % 2 ? "start" : "end") << "\">" << markup_escape(b.label) << "</text>\n";
   }
   o << "</svg>\n";
   return o.str();
@@ -268,7 +250,7 @@ std::string line_plot(const std::string& title, const std::string& x_label, cons
     o << "<line class=\"grid\" x1=\"" << c(x0) << "\" y1=\"" << c(y) << "\" x2=\"" << c(x1) << "\" y2=\""
       << c(y) << "\"/>";
     o << "<text class=\"tick\" x=\"" << c(x0 - 6) << "\" y=\"" << c(y + 4) << "\" text-anchor=\"end\">"
-      << html_escape(t.label) << "</text>\n";
+      << markup_escape(t.label) << "</text>\n";
   }
   // Index ticks at a 1-2-5 step giving at most about ten labels.
   const size_t step = [n] {
@@ -281,8 +263,8 @@ std::string line_plot(const std::string& title, const std::string& x_label, cons
       << "</text>";
   o << "\n<path class=\"axis\" d=\"M" << c(x0) << " " << c(top) << "V" << c(bottom) << "H" << c(x1) << "\"/>\n";
   o << "<text class=\"note\" x=\"" << c((x0 + x1) / 2) << "\" y=\"" << c(bottom + 34) << "\" text-anchor=\"middle\">"
-    << html_escape(x_label) << "</text>";
-  o << "<text class=\"note\" x=\"" << c(x0) << "\" y=\"" << c(top - 8) << "\">" << html_escape(y_label) << " ("
+    << markup_escape(x_label) << "</text>";
+  o << "<text class=\"note\" x=\"" << c(x0) << "\" y=\"" << c(top - 8) << "\">" << markup_escape(y_label) << " ("
     << (axis.log ? "log10 axis" : "linear axis") << ")</text>\n";
 
   // Runs of drawable points become polylines; anything else ends the run.
@@ -310,12 +292,12 @@ std::string line_plot(const std::string& title, const std::string& x_label, cons
       const bool alone = (i == 0 || !drawable(y[i - 1], axis)) && (i + 1 == n || !drawable(y[i + 1], axis));
       if (mark_all || alone)
         o << "<circle class=\"point\" cx=\"" << c(X(i)) << "\" cy=\"" << c(Y(*y[i])) << "\" r=\"3\"><title>" << i
-          << ": " << html_escape(format_number(*y[i])) << "</title></circle>";
+          << ": " << markup_escape(format_number(*y[i])) << "</title></circle>";
     } else {
       const double x = X(i);
       o << "<path class=\"gapmark\" d=\"M" << c(x - 4) << " " << c(bottom - 4) << "L" << c(x + 4) << " "
         << c(bottom + 4) << "M" << c(x - 4) << " " << c(bottom + 4) << "L" << c(x + 4) << " " << c(bottom - 4)
-        << "\"><title>" << i << ": " << html_escape(text_of_value(y[i], "undefined")) << "</title></path>";
+        << "\"><title>" << i << ": " << markup_escape(text_of_value(y[i], "undefined")) << "</title></path>";
     }
   }
   o << "\n</svg>\n";

@@ -8,10 +8,6 @@
 #include <vector>
 
 namespace ts {
-
-// Text for HTML element content and attribute values alike.
-std::string html_escape(const std::string& s);
-
 namespace svg {
 
 // A value axis: log10 when every value it has to show is positive (figures

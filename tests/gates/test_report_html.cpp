@@ -7,6 +7,7 @@
 #include <string>
 
 #include "catch.hpp"
+#include "gates/markup.hpp"
 #include "gates/report.hpp"
 #include "gates/svg_plot.hpp"
 #include "seed_support.hpp"
@@ -150,7 +151,7 @@ TEST_CASE("HTML report: names, reasons and paths are escaped") {
   CHECK(h.find("reason &lt;b&gt;bold&lt;/b&gt; &amp; more") != std::string::npos);
   CHECK(h.find("dir/&lt;in&gt;.json") != std::string::npos);
   CHECK(h.find("<p>a &amp; b</p>") != std::string::npos);
-  CHECK(html_escape("a\x01z") == "a z");
+  CHECK(markup_escape("a\x01z") == "a z");
 
   // A long name is cut in the plots between UTF-8 characters, not inside one.
   run.candidates[1].candidate = std::string(36, 'x') + "\xc3\xa9" + std::string(20, 'y');

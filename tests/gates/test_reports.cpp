@@ -63,7 +63,7 @@ TEST_CASE("JUnit is well-formed XML with one failure per failed rule") {
   CHECK(count(x, "<failure type=\"REJECT\"") == failed);
   CHECK(count(x, "<failure type=\"INCONCLUSIVE\"") == open);
   CHECK(count(x, "<testcase ") == cases);
-  CHECK(x.find("a&lt;b&gt;&amp;&quot;c&apos;") != std::string::npos);
+  CHECK(x.find("a&lt;b&gt;&amp;&quot;c&#39;") != std::string::npos);
 
   const std::string dir = tmpdir();
   const std::string path = dir + "/junit.xml";
