@@ -8,6 +8,7 @@
 #include "reference/backend_params.hpp"
 #ifdef TOUCHSTONE_HAVE_CUDA
 #include "reference/cuda/attention_exact.hpp"
+#include "reference/cuda/attention_sage2.hpp"
 #endif
 
 namespace ts {
@@ -19,6 +20,8 @@ std::vector<std::pair<std::string, std::string>> attention_backend_kinds() {
       {"sol", "routed block-sparse attention (tau=1.3, precision=bf16|int8_qk|int8_qk_pv, ...)"},
 #ifdef TOUCHSTONE_HAVE_CUDA
       {"exact_cuda", "float64 reference attention on the CUDA device (this build has CUDA)"},
+      {"sage2_cuda", "the sage2 emulation with its attention on the CUDA device, the host's bits "
+                     "(the knobs of sage2; quantised pipeline only)"},
 #endif
       {"stored", "an output stored in the fixture: stored:NAME reads /outputs/NAME/attention "
                  "(stored:observed reads /attention/observed) and /timings/NAME"},
@@ -35,6 +38,7 @@ std::unique_ptr<AttentionBackend> make_attention_backend(const std::string& spec
   if (p.kind() == "sol") return make_sol_backend(p);
 #ifdef TOUCHSTONE_HAVE_CUDA
   if (p.kind() == "exact_cuda") return cuda::make_exact_backend(p);
+  if (p.kind() == "sage2_cuda") return cuda::make_sage2_backend(p);
 #endif
   std::string kinds;
   for (const auto& [k, d] : attention_backend_kinds()) kinds += (kinds.empty() ? "" : ", ") + k;

@@ -8,6 +8,7 @@
 #include "core/progress.hpp"
 #include "reference/numerics/convert.hpp"
 #include "reference/numerics/detmath.hpp"
+#include "reference/sage2_arith.hpp"
 
 namespace ts {
 namespace {
@@ -15,47 +16,9 @@ namespace {
 template <typename T>
 using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-// float32 exp2 of a float32 argument. The kernel uses ex2.approx.ftz.f32,
-// which no document defines bit for bit; this is the correctly rounded value
-// (detmath is within an ulp of double), and the tests' tolerances cover the
-// difference (ex2.approx has a relative error of about 2^-22).
-inline float exp2f_det(float x) { return static_cast<float>(detmath::exp2(static_cast<double>(x))); }
-
-// Offset that keeps P = exp2(s - m) <= 2^8.807 < 448, the FP8 E4M3 maximum.
-constexpr float kFp8Offset = 8.807f;
-constexpr float kInitialMax = -5e6f;
-
-struct Prepared {
-  int64_t H = 0, S = 0, D = 0;
-  sage2::HeadMajor q_raw, k_raw, v_raw;  // k_raw is K − km when smoothing
-  std::vector<float> km;
-  sage2::Int8Tensor q8, k8;              // when quant_qk
-  sage2::Fp8V v8;                        // when quant_v
-};
-
-Prepared prepare(const AttentionProblem& p, const Sage2Config& c) {
-  Prepared pr;
-  pr.H = p.q.H;
-  pr.S = p.q.S;
-  pr.D = p.q.D;
-  pr.q_raw = sage2::to_head_major(p.q);
-  pr.k_raw = sage2::to_head_major(p.k);
-  pr.v_raw = sage2::to_head_major(p.v);
-  if (c.smooth_k) {
-    pr.km = sage2::smoothing_mean(pr.k_raw, p.input_dtype);
-    pr.k_raw = sage2::subtract_mean(pr.k_raw, pr.km, c.granularity, p.input_dtype);
-  }
-  if (c.quant_qk) {
-    pr.q8 = sage2::quantize_int8(pr.q_raw, {c.granularity, true, c.blkq, c.warpq});
-    pr.k8 = sage2::quantize_int8(pr.k_raw, {c.granularity, false, c.blkk, c.warpk});
-  }
-  if (c.quant_v) pr.v8 = sage2::quantize_v_fp8(pr.v_raw, c.scale_max);
-  return pr;
-}
-
 // One (head, query tile) task: scores, online softmax per key block, P·V in
 // the chosen accumulation mode, finish. Writes rows [r0, r0+nr) of head h.
-void attend_tile(const Prepared& pr, const Sage2Config& c, float sm_scale, int64_t h, int64_t r0,
+void attend_tile(const Sage2Prepared& pr, const Sage2Config& c, float sm_scale, int64_t h, int64_t r0,
                  int64_t nr, Tensor& out, Tensor* p_dump) {
   const int64_t S = pr.S, D = pr.D;
   using MapF = Eigen::Map<const RowMat<float>>;
@@ -90,8 +53,8 @@ void attend_tile(const Prepared& pr, const Sage2Config& c, float sm_scale, int64
                                 : MapF(pr.v_raw.head(h), S, D).cast<double>();
 
   const int64_t kb = c.key_block;
-  constexpr int64_t kChunk = 32;  // keys per MMA step (m16n8k32)
-  std::vector<float> m(static_cast<size_t>(nr), kInitialMax), den(static_cast<size_t>(nr), 0.0f),
+  constexpr int64_t kChunk = sage2::kPvChunk;
+  std::vector<float> m(static_cast<size_t>(nr), sage2::kInitialMax), den(static_cast<size_t>(nr), 0.0f),
       oscale(static_cast<size_t>(nr));
   RowMat<float> acc = RowMat<float>::Zero(nr, D);
   RowMat<float> part(nr, D);
@@ -105,13 +68,13 @@ void attend_tile(const Prepared& pr, const Sage2Config& c, float sm_scale, int64
       const float* row = sc.data() + r * S + k0;
       float rowmax = -std::numeric_limits<float>::infinity();
       for (int64_t j = 0; j < nk; ++j) rowmax = std::max(rowmax, row[j]);
-      const float m_new = std::max(m[r], rowmax - kFp8Offset);
-      oscale[r] = exp2f_det(m[r] - m_new);
+      const float m_new = std::max(m[r], rowmax - sage2::kFp8Offset);
+      oscale[r] = sage2::exp2f_det(m[r] - m_new);
       m[r] = m_new;
       // The denominator sums the float32 P before FP8 rounding, in key order.
       float lsum = 0.0f;
       for (int64_t j = 0; j < nk; ++j) {
-        const float pj = exp2f_det(row[j] - m_new);
+        const float pj = sage2::exp2f_det(row[j] - m_new);
         lsum += pj;
         pb(r, j) = c.round_p ? num::e4m3_round(pj) : pj;
       }
@@ -224,7 +187,50 @@ Sage2Config sage2_preset(const std::string& preset) {
   throw InputError("sage2: unknown preset '" + preset + "' (expected sm121, sm120, sm89 or sm90)");
 }
 
-AttentionResult sage2_attention(const AttentionProblem& problem, const Sage2Config& c) {
+nlohmann::json sage2_params(const Sage2Config& c) {
+  return {{"backend", "sage2"},
+          {"preset", c.preset},
+          {"granularity", c.granularity == sage2::Granularity::per_warp ? "per_warp" : "per_thread"},
+          {"blkq", c.blkq},
+          {"warpq", c.warpq},
+          {"blkk", c.blkk},
+          {"warpk", c.warpk},
+          {"key_block", c.key_block},
+          {"accum", sage2_accum_name(c.accum)},
+          {"scale_max", c.scale_max},
+          {"smooth_k", c.smooth_k},
+          {"quant_qk", c.quant_qk},
+          {"quant_v", c.quant_v},
+          {"round_p", c.round_p},
+          {"round_out", c.round_out}};
+}
+
+Sage2Prepared sage2_prepare(const AttentionProblem& p, const Sage2Config& c) {
+  Sage2Prepared pr;
+  pr.H = p.q.H;
+  pr.S = p.q.S;
+  pr.D = p.q.D;
+  pr.q_raw = sage2::to_head_major(p.q);
+  pr.k_raw = sage2::to_head_major(p.k);
+  pr.v_raw = sage2::to_head_major(p.v);
+  if (c.smooth_k) {
+    pr.km = sage2::smoothing_mean(pr.k_raw, p.input_dtype);
+    pr.k_raw = sage2::subtract_mean(pr.k_raw, pr.km, c.granularity, p.input_dtype);
+  }
+  if (c.quant_qk) {
+    pr.q8 = sage2::quantize_int8(pr.q_raw, {c.granularity, true, c.blkq, c.warpq});
+    pr.k8 = sage2::quantize_int8(pr.k_raw, {c.granularity, false, c.blkk, c.warpk});
+  }
+  if (c.quant_v) pr.v8 = sage2::quantize_v_fp8(pr.v_raw, c.scale_max);
+  return pr;
+}
+
+float sage2_sm_scale(double softmax_scale) {
+  // f32(softmax_scale) * f32(log2 e), as the kernel receives it.
+  return static_cast<float>(softmax_scale) * 1.44269504088896340736f;
+}
+
+void sage2_check(const AttentionProblem& problem, const Sage2Config& c) {
   problem.validate();
   const int64_t S = problem.q.S, H = problem.q.H, D = problem.q.D;
   if (c.quant_qk && D > 1024)
@@ -240,10 +246,14 @@ AttentionResult sage2_attention(const AttentionProblem& problem, const Sage2Conf
   if (c.dump && (c.dump_qblock < 0 || c.dump_qblock >= tiles))
     throw InputError("sage2: dump_qblock " + std::to_string(c.dump_qblock) + " is outside [0, " +
                      std::to_string(tiles) + ")");
+}
 
-  const Prepared pr = prepare(problem, c);
-  // sm_scale = f32(softmax_scale) * f32(log2 e), as the kernel receives it.
-  const float sm_scale = static_cast<float>(problem.softmax_scale) * 1.44269504088896340736f;
+AttentionResult sage2_attention(const AttentionProblem& problem, const Sage2Config& c) {
+  sage2_check(problem, c);
+  const int64_t S = problem.q.S, H = problem.q.H, D = problem.q.D;
+  const int64_t tiles = (S + c.blkq - 1) / c.blkq;
+  const Sage2Prepared pr = sage2_prepare(problem, c);
+  const float sm_scale = sage2_sm_scale(problem.softmax_scale);
 
   AttentionResult res;
   res.out = Tensor({S, H, D}, c.round_out ? DType::bf16 : DType::f32);
@@ -286,23 +296,7 @@ class Sage2Backend : public AttentionBackend {
  public:
   Sage2Backend(Sage2Config c, std::string name) : c_(std::move(c)), name_(std::move(name)) {}
   std::string name() const override { return name_; }
-  nlohmann::json params() const override {
-    return {{"backend", "sage2"},
-            {"preset", c_.preset},
-            {"granularity", c_.granularity == sage2::Granularity::per_warp ? "per_warp" : "per_thread"},
-            {"blkq", c_.blkq},
-            {"warpq", c_.warpq},
-            {"blkk", c_.blkk},
-            {"warpk", c_.warpk},
-            {"key_block", c_.key_block},
-            {"accum", sage2_accum_name(c_.accum)},
-            {"scale_max", c_.scale_max},
-            {"smooth_k", c_.smooth_k},
-            {"quant_qk", c_.quant_qk},
-            {"quant_v", c_.quant_v},
-            {"round_p", c_.round_p},
-            {"round_out", c_.round_out}};
-  }
+  nlohmann::json params() const override { return sage2_params(c_); }
   AttentionResult run(const AttentionProblem& problem) override {
     return sage2_attention(problem, c_);
   }
@@ -320,7 +314,7 @@ std::string fmt_num(double v) {
 
 }  // namespace
 
-std::unique_ptr<AttentionBackend> make_sage2_backend(BackendParams& p) {
+Sage2Config sage2_config_from(BackendParams& p, std::string* name) {
   const std::string preset = p.get_choice("preset", "sm121", {"sm121", "sm120", "sm89", "sm90"});
   const Sage2Config def = sage2_preset(preset);
   Sage2Config c = def;
@@ -382,8 +376,15 @@ std::unique_ptr<AttentionBackend> make_sage2_backend(BackendParams& p) {
   flag("dump", c.dump, false, false);
   c.dump_qblock = p.get_int("dump_qblock", 0);
   c.dump_head = p.get_int("dump_head", 0);
+  if (name) *name = "sage2_" + preset + suffix;
+  return c;
+}
+
+std::unique_ptr<AttentionBackend> make_sage2_backend(BackendParams& p) {
+  std::string name;
+  const Sage2Config c = sage2_config_from(p, &name);
   p.finish();
-  return std::make_unique<Sage2Backend>(c, "sage2_" + preset + suffix);
+  return std::make_unique<Sage2Backend>(c, name);
 }
 
 }  // namespace ts

@@ -34,6 +34,23 @@ struct Sage2Config {
 Sage2Config sage2_preset(const std::string& preset);
 const char* sage2_accum_name(Sage2Accum a);
 
+// What the quantisers make of the inputs (host side, O(S·H·D)); the O(S²)
+// attention runs on it, here or on the device (reference/cuda/attention_sage2).
+struct Sage2Prepared {
+  int64_t H = 0, S = 0, D = 0;
+  sage2::HeadMajor q_raw, k_raw, v_raw;  // k_raw is K − km when smoothing
+  std::vector<float> km;
+  sage2::Int8Tensor q8, k8;              // when quant_qk
+  sage2::Fp8V v8;                        // when quant_v
+};
+Sage2Prepared sage2_prepare(const AttentionProblem& problem, const Sage2Config& cfg);
+// InputError for shapes or knobs the emulation cannot run.
+void sage2_check(const AttentionProblem& problem, const Sage2Config& cfg);
+// The full parameter set, for the outputs' `params` attribute.
+nlohmann::json sage2_params(const Sage2Config& cfg);
+// f32(softmax_scale) * f32(log2 e), as the kernel receives it.
+float sage2_sm_scale(double softmax_scale);
+
 // Output [S, H, D] bf16 (float32 when round_out is off). Intermediates when
 // cfg.dump: q_int8/k_int8 [S,H,D] int8, q_scale/k_scale [H, n] float32 in the
 // kernel's padded layout, km [H,D], v_fp8 [S,H,D] uint8 codes, v_scale [H,D],
@@ -45,5 +62,8 @@ AttentionResult sage2_attention(const AttentionProblem& problem, const Sage2Conf
 // accum, scale_max, smooth_k, quant_qk, quant_v, round_p, round_out, dump,
 // dump_qblock, dump_head.
 std::unique_ptr<AttentionBackend> make_sage2_backend(BackendParams& p);
+// The knobs of kind "sage2" (leaves p.finish() to the caller); `name` gets the
+// output name, sage2_<preset> plus every knob that differs from the preset.
+Sage2Config sage2_config_from(BackendParams& p, std::string* name);
 
 }  // namespace ts

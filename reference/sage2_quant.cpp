@@ -170,39 +170,4 @@ Fp8V quantize_v_fp8(const HeadMajor& v, float scale_max) {
   return f;
 }
 
-float f32_of_sum(double a, double b) {
-  const double s = a + b;
-  const double bb = s - a;
-  const double err = (a - (s - bb)) + (b - bb);
-  const float f = static_cast<float>(s);
-  if (err == 0.0 || static_cast<double>(f) == s || !std::isfinite(f)) return f;
-  // s is not a float; only when it lies exactly halfway between two floats can
-  // the rounding of a + b to float64 have moved the result across the tie.
-  const float other = s > static_cast<double>(f)
-                          ? std::nextafter(f, std::numeric_limits<float>::infinity())
-                          : std::nextafter(f, -std::numeric_limits<float>::infinity());
-  const double mid = (static_cast<double>(f) + static_cast<double>(other)) * 0.5;
-  if (s != mid) return f;
-  return err > 0 ? std::max(f, other) : std::min(f, other);
-}
-
-float fp16_of_double(double x) {
-  // RNE at fp16's unit in the last place by the add-and-subtract trick in
-  // float64: c = 1.5 * 2^(e+42) puts x + c in a binade whose spacing is
-  // exactly fp16's 2^(e-10) for |x| in [2^e, 2^(e+1)) (2^-24 below 2^-14,
-  // fp16's subnormal step), so (x + c) - c is x correctly rounded, once.
-  if (std::isnan(x)) return std::numeric_limits<float>::quiet_NaN();
-  const uint64_t bits = std::bit_cast<uint64_t>(x);
-  int e = static_cast<int>((bits >> 52) & 0x7FF) - 1023;
-  if (e > 15) return x > 0 ? std::numeric_limits<float>::infinity()
-                           : -std::numeric_limits<float>::infinity();
-  if (e < -14) e = -14;
-  const double c = std::bit_cast<double>((static_cast<uint64_t>(e + 42 + 1023) << 52) |
-                                         (uint64_t{1} << 51));
-  const double r = (x + c) - c;
-  if (r > 65504.0) return std::numeric_limits<float>::infinity();
-  if (r < -65504.0) return -std::numeric_limits<float>::infinity();
-  return static_cast<float>(r);  // at most 11 significant bits: exact
-}
-
 }  // namespace ts::sage2

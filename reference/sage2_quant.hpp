@@ -81,10 +81,4 @@ struct Fp8V {
 // codes 0, so its output channel is exactly 0.
 Fp8V quantize_v_fp8(const HeadMajor& v, float scale_max);
 
-// Correctly rounded float32 of the exact sum a + b (both float64): TwoSum
-// decides the rare halfway case that a plain (float)(a + b) could round twice.
-float f32_of_sum(double a, double b);
-// Correctly rounded fp16 of a float64 (RNE, overflow to Inf as __float2half_rn).
-float fp16_of_double(double x);
-
 }  // namespace ts::sage2

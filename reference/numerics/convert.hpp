@@ -4,18 +4,29 @@
 // result does not depend on the FPU rounding mode, on FMA contraction or on
 // the compiler's handling of subnormals (only int8_rni_sat and the Triton
 // recipe use float additions, which are exact or RNE in the default mode).
-#include <bit>
 #include <cstdint>
+#include <cstring>
+
+#include "reference/numerics/host_device.hpp"
 
 namespace ts::num {
 
 namespace detail {
 
-inline uint32_t f2u(float x) { return std::bit_cast<uint32_t>(x); }
-inline float u2f(uint32_t u) { return std::bit_cast<float>(u); }
+// memcpy rather than std::bit_cast: the CUDA mirrors compile these as C++17.
+TS_HD inline uint32_t f2u(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
+TS_HD inline float u2f(uint32_t u) {
+  float x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
 
 // Shift m right by `shift` bits, rounding to nearest, ties to even.
-inline uint32_t shift_rne(uint32_t m, int shift) {
+TS_HD inline uint32_t shift_rne(uint32_t m, int shift) {
   if (shift <= 0) return m << -shift;
   if (shift >= 32) return 0;  // m < 2^24 <= half an output unit
   const uint32_t q = m >> shift;
@@ -29,7 +40,7 @@ inline uint32_t shift_rne(uint32_t m, int shift) {
 // with subnormals and unbounded exponent range above: the caller saturates.
 // A carry out of the mantissa moves into the exponent field, which is right.
 template <int M, int B>
-inline uint32_t round_magnitude(uint32_t a) {
+TS_HD inline uint32_t round_magnitude(uint32_t a) {
   constexpr int kMinNormalBiased = 127 + 1 - B;  // float exponent field of 2^(1-B)
   const int e = static_cast<int>(a >> 23);
   if (e >= kMinNormalBiased) {
@@ -47,18 +58,18 @@ inline uint32_t round_magnitude(uint32_t a) {
 // ---------------------------------------------------------------- bf16
 // RNE; overflow rounds to Inf as the carry reaches the exponent; NaN keeps its
 // sign and top payload bits and is forced quiet (never collapses to Inf).
-inline uint16_t bf16_bits(float x) {
+TS_HD inline uint16_t bf16_bits(float x) {
   const uint32_t u = detail::f2u(x);
   if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((u >> 16) | 0x0040u);
   return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
-inline float bf16_from_bits(uint16_t b) { return detail::u2f(static_cast<uint32_t>(b) << 16); }
-inline float bf16_round(float x) { return bf16_from_bits(bf16_bits(x)); }
+TS_HD inline float bf16_from_bits(uint16_t b) { return detail::u2f(static_cast<uint32_t>(b) << 16); }
+TS_HD inline float bf16_round(float x) { return bf16_from_bits(bf16_bits(x)); }
 
 // ---------------------------------------------------------------- fp16
 // IEEE binary16 as __float2half_rn: RNE, subnormals, |x| >= 65520 -> Inf.
 // NaN stays NaN (quiet, sign and top payload bits kept).
-inline uint16_t fp16_bits(float x) {
+TS_HD inline uint16_t fp16_bits(float x) {
   const uint32_t u = detail::f2u(x);
   const uint32_t sign = (u >> 16) & 0x8000u;
   const uint32_t a = u & 0x7FFFFFFFu;
@@ -66,7 +77,7 @@ inline uint16_t fp16_bits(float x) {
   if (a >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // 65520: tie goes up
   return static_cast<uint16_t>(sign | detail::round_magnitude<10, 15>(a));
 }
-inline float fp16_from_bits(uint16_t h) {
+TS_HD inline float fp16_from_bits(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t e = (h >> 10) & 0x1Fu;
   const uint32_t m = h & 0x3FFu;
@@ -77,14 +88,14 @@ inline float fp16_from_bits(uint16_t h) {
   if (e == 31) return detail::u2f(sign | 0x7F800000u | (m << 13));
   return detail::u2f(sign | ((e + 112u) << 23) | (m << 13));
 }
-inline float fp16_round(float x) { return fp16_from_bits(fp16_bits(x)); }
+TS_HD inline float fp16_round(float x) { return fp16_from_bits(fp16_bits(x)); }
 
 // ---------------------------------------------------------------- FP8 E4M3 (e4m3fn)
 // As cvt.rn.satfinite.e4m3x2.f32: RNE, |x| > 448 (and +-Inf) -> +-448,
 // NaN -> NaN code 0x7F with the input's sign (0xFF for negative NaN).
 // Values in (448, 464) would round to 448 anyway; from 464 RNE would go to the
 // non-existent 480, and satfinite turns that into 448 too.
-inline uint8_t e4m3_encode(float x) {
+TS_HD inline uint8_t e4m3_encode(float x) {
   const uint32_t u = detail::f2u(x);
   const uint32_t sign = (u >> 24) & 0x80u;
   const uint32_t a = u & 0x7FFFFFFFu;
@@ -92,7 +103,7 @@ inline uint8_t e4m3_encode(float x) {
   if (a > 0x43E00000u) return static_cast<uint8_t>(sign | 0x7Eu);  // 448
   return static_cast<uint8_t>(sign | detail::round_magnitude<3, 7>(a));
 }
-inline float e4m3_decode(uint8_t c) {
+TS_HD inline float e4m3_decode(uint8_t c) {
   const uint32_t sign = static_cast<uint32_t>(c & 0x80u) << 24;
   const uint32_t e = (c >> 3) & 0xFu;
   const uint32_t m = c & 0x7u;
@@ -103,7 +114,7 @@ inline float e4m3_decode(uint8_t c) {
   }
   return detail::u2f(sign | ((e + 120u) << 23) | (m << 20));
 }
-inline float e4m3_round(float x) { return e4m3_decode(e4m3_encode(x)); }
+TS_HD inline float e4m3_round(float x) { return e4m3_decode(e4m3_encode(x)); }
 
 // ---------------------------------------------------------------- E2M1 (NVFP4 element)
 // Codes 0..7 = {0, 0.5, 1, 1.5, 2, 3, 4, 6}, 8..15 their negatives. RNE,

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <limits>
 
+#include "reference/numerics/host_device.hpp"
+
 namespace ts::detmath {
 
 namespace detail {
@@ -21,7 +23,7 @@ inline constexpr double kInvLn2 = 1.44269504088896338700e+00;
 inline constexpr double kLn2 = 0.693147180559945309417232121458;
 
 // e^r for |r| <= 0.35: Taylor series to degree 14 (truncation < 1e-19).
-inline double exp_reduced(double r) {
+TS_HD inline double exp_reduced(double r) {
   double p = 1.0 / 87178291200.0;  // 1/14!
   p = p * r + 1.0 / 6227020800.0;
   p = p * r + 1.0 / 479001600.0;
@@ -43,12 +45,12 @@ inline double exp_reduced(double r) {
 namespace detail {
 // Rounds |t| < 2^51 to the nearest integer, ties to even, with two IEEE
 // additions: cheaper than a call to nearbyint and the same result.
-inline double round_even(double t) {
+TS_HD inline double round_even(double t) {
   constexpr double kMagic = 6755399441055744.0;  // 1.5 * 2^52
   return (t + kMagic) - kMagic;
 }
 // 2^k for an integer-valued k in [-1022, 1023], built from its bits.
-inline double pow2i(double k) {
+TS_HD inline double pow2i(double k) {
   const int64_t bits = (static_cast<int64_t>(k) + 1023) << 52;
   double out;
   std::memcpy(&out, &bits, sizeof out);
@@ -75,7 +77,7 @@ inline double exp(double x) {
   return std::ldexp(detail::exp_reduced(r), static_cast<int>(k));  // subnormal result
 }
 
-inline double exp2(double x) {
+TS_HD inline double exp2(double x) {
   if (std::isnan(x)) return x;
   if (x >= 1024.0) return std::numeric_limits<double>::infinity();
   if (x < -1075.0) return 0.0;

@@ -10,6 +10,7 @@
 #include "catch.hpp"
 #include "core/error.hpp"
 #include "reference/attention_sage2.hpp"
+#include "reference/sage2_arith.hpp"
 #include "reference/numerics/convert.hpp"
 #include "test_sage2_inputs.hpp"
 

@@ -1,0 +1,92 @@
+#include "reference/cuda/attention_sage2.hpp"
+
+#include <vector>
+
+#include "core/error.hpp"
+#include "reference/cuda/exact_kernel.hpp"
+#include "reference/cuda/sage2_kernel.hpp"
+#include "reference/numerics/convert.hpp"
+
+namespace ts::cuda {
+namespace {
+
+class Sage2CudaBackend final : public AttentionBackend {
+ public:
+  Sage2CudaBackend(Sage2Config c, std::string name) : c_(std::move(c)), name_(std::move(name)) {}
+  std::string name() const override { return name_; }
+  nlohmann::json params() const override {
+    nlohmann::json j = sage2_params(c_);
+    j["backend"] = "sage2_cuda";
+    j["device"] = "cuda";
+    return j;
+  }
+  AttentionResult run(const AttentionProblem& p) override { return ts::cuda::sage2_attention(p, c_); }
+  std::string device() const override { return "cuda"; }
+
+ private:
+  Sage2Config c_;
+  std::string name_;
+};
+
+// Each token's scale, so the device needs no layout logic.
+std::vector<float> per_token(const sage2::Int8Tensor& t) {
+  std::vector<float> out(static_cast<size_t>(t.H * t.S));
+  for (int64_t h = 0; h < t.H; ++h)
+    for (int64_t s = 0; s < t.S; ++s) out[static_cast<size_t>(h * t.S + s)] = t.scale(h, s);
+  return out;
+}
+
+}  // namespace
+
+AttentionResult sage2_attention(const AttentionProblem& problem, const Sage2Config& c) {
+  sage2_check(problem, c);
+  if (!c.quant_qk || !c.quant_v || !c.round_p)
+    throw InputError("sage2_cuda: mirrors the quantised pipeline only (quant_qk, quant_v and round_p on); "
+                     "use sage2 on the host for the identity switches");
+  if (c.dump) throw InputError("sage2_cuda: dump runs on the host only (use sage2 with dump=on)");
+  const long long smem = sage2_shared_bytes(static_cast<int>(c.blkq), static_cast<int>(c.key_block));
+  if (smem > 200 * 1024)
+    throw InputError("sage2_cuda: blkq " + std::to_string(c.blkq) + " x key_block " +
+                     std::to_string(c.key_block) + " needs " + std::to_string(smem) +
+                     " bytes of shared memory per block (at most 204800)");
+  std::string why;
+  if (!device_available(&why)) throw InputError("sage2_cuda: no usable CUDA device (" + why + ")");
+  const Sage2Prepared pr = sage2_prepare(problem, c);
+  const std::vector<float> qs = per_token(pr.q8), ks = per_token(pr.k8);
+  Sage2DeviceProblem dp;
+  dp.S = pr.S;
+  dp.H = pr.H;
+  dp.D = pr.D;
+  dp.blkq = static_cast<int>(c.blkq);
+  dp.key_block = static_cast<int>(c.key_block);
+  dp.accum = c.accum == Sage2Accum::fp32 ? 0 : c.accum == Sage2Accum::fp32_fp32 ? 1 : 2;
+  dp.sm_scale = sage2_sm_scale(problem.softmax_scale);
+  dp.q8 = pr.q8.codes.data();
+  dp.k8 = pr.k8.codes.data();
+  dp.q_scale_tok = qs.data();
+  dp.k_scale_tok = ks.data();
+  dp.v = pr.v8.values.data();
+  dp.v_scale = pr.v8.scales.data();
+  std::vector<float> out(static_cast<size_t>(pr.S * pr.H * pr.D));
+  double ms = 0;
+  const std::string err = sage2_attention_device(dp, out.data(), &ms);
+  if (!err.empty()) throw InternalError("sage2_cuda: " + err);
+  AttentionResult r;
+  r.out = Tensor({pr.S, pr.H, pr.D}, c.round_out ? DType::bf16 : DType::f32);
+  for (size_t i = 0; i < out.size(); ++i) r.out.data[i] = c.round_out ? num::bf16_round(out[i]) : out[i];
+  r.stats["v_zero_channels"] = pr.v8.zero_channels;
+  r.stats["device_ms"] = ms;
+  return r;
+}
+
+std::unique_ptr<AttentionBackend> make_sage2_backend(BackendParams& params) {
+  std::string name;
+  const Sage2Config c = sage2_config_from(params, &name);
+  params.finish();
+  if (!c.quant_qk || !c.quant_v || !c.round_p || c.dump)
+    throw InputError("backend '" + params.spec() + "': sage2_cuda mirrors the quantised pipeline only "
+                     "(quant_qk, quant_v, round_p on; no dump)");
+  return std::make_unique<Sage2CudaBackend>(c, "sage2_cuda_" + name.substr(6));
+}
+
+}  // namespace ts::cuda

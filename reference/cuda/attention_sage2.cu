@@ -1,0 +1,182 @@
+// The sage2 emulation's O(S²) part on the device (see attention_sage2.hpp).
+// It follows reference/attention_sage2.cpp step for step with the same
+// functions (reference/sage2_arith.hpp, numerics/convert.hpp), built with
+// -fmad=false, so it gives the host's bits:
+//   - scores are exact int32 dot products (dp4a), then the same two float32
+//     multiplications;
+//   - each row's softmax runs in one thread, keys in order, as on the host;
+//   - every 32-key P·V partial sum is exact in float64 (E4M3 × E4M3 products,
+//     < 45 bits), so its summation order does not matter; the accumulation
+//     modes then round exactly as the host does.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+
+#include "reference/cuda/sage2_kernel.hpp"
+#include "reference/numerics/convert.hpp"
+#include "reference/sage2_arith.hpp"
+
+namespace ts::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+template <class T>
+struct DeviceBuffer {
+  T* p = nullptr;
+  cudaError_t err = cudaSuccess;
+  explicit DeviceBuffer(size_t n) { err = cudaMalloc(&p, std::max<size_t>(n, 1) * sizeof(T)); }
+  ~DeviceBuffer() { cudaFree(p); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+
+struct Args {
+  long long S, H, D;
+  int blkq, kb, accum;
+  float sm_scale;
+  const int8_t *q8, *k8;
+  const float *qs, *ks, *v, *vs;
+  float* acc;  // [S][H][D], zeroed; the running output
+  float* out;  // [S][H][D]
+};
+
+__device__ int dot_int8(const int8_t* a, const int8_t* b, long long D) {
+  int dot = 0;
+  if ((D & 3) == 0) {  // rows start at multiples of D, so 4-byte aligned
+    const int* a4 = reinterpret_cast<const int*>(a);
+    const int* b4 = reinterpret_cast<const int*>(b);
+    for (long long i = 0; i < D / 4; ++i) dot = __dp4a(a4[i], b4[i], dot);
+  } else {
+    for (long long i = 0; i < D; ++i) dot += int(a[i]) * int(b[i]);
+  }
+  return dot;
+}
+
+// One (query tile, head) per block, as one task of the host's loop.
+__global__ void sage2_tile_kernel(Args a) {
+  extern __shared__ float smem[];
+  float* sc = smem;                   // [blkq][kb]: scores, then P8
+  float* m = sc + a.blkq * a.kb;      // [blkq] running max
+  float* den = m + a.blkq;            // [blkq] denominator
+  float* osc = den + a.blkq;          // [blkq] this key block's rescale
+  const long long S = a.S, H = a.H, D = a.D, h = blockIdx.y;
+  const long long r0 = static_cast<long long>(blockIdx.x) * a.blkq;
+  const int nr = static_cast<int>(min(static_cast<long long>(a.blkq), S - r0));
+  const int8_t* qh = a.q8 + h * S * D;
+  const int8_t* kh = a.k8 + h * S * D;
+  const float* vh = a.v + h * S * D;
+  const float* qs = a.qs + h * S;
+  const float* ks = a.ks + h * S;
+  for (int r = threadIdx.x; r < nr; r += blockDim.x) {
+    m[r] = sage2::kInitialMax;
+    den[r] = 0.0f;
+  }
+  for (long long k0 = 0; k0 < S; k0 += a.kb) {
+    const int nk = static_cast<int>(min(static_cast<long long>(a.kb), S - k0));
+    __syncthreads();
+    for (int e = threadIdx.x; e < nr * nk; e += blockDim.x) {
+      const int r = e / nk, j = e % nk;
+      const int dot = dot_int8(qh + (r0 + r) * D, kh + (k0 + j) * D, D);
+      sc[r * a.kb + j] = (static_cast<float>(dot) * (qs[r0 + r] * ks[k0 + j])) * a.sm_scale;
+    }
+    __syncthreads();
+    for (int r = threadIdx.x; r < nr; r += blockDim.x) {
+      float* row = sc + r * a.kb;
+      float rowmax = -INFINITY;
+      for (int j = 0; j < nk; ++j) rowmax = std::max(rowmax, row[j]);
+      const float m_new = std::max(m[r], rowmax - sage2::kFp8Offset);
+      osc[r] = sage2::exp2f_det(m[r] - m_new);
+      m[r] = m_new;
+      float lsum = 0.0f;
+      for (int j = 0; j < nk; ++j) {
+        const float pj = sage2::exp2f_det(row[j] - m_new);
+        lsum += pj;
+        row[j] = num::e4m3_round(pj);
+      }
+      den[r] = den[r] * osc[r] + lsum;
+    }
+    __syncthreads();
+    for (long long e = threadIdx.x; e < nr * D; e += blockDim.x) {
+      const int r = static_cast<int>(e / D);
+      const long long d = e % D;
+      float* acc = a.acc + ((r0 + r) * H + h) * D + d;
+      const float* prow = sc + r * a.kb;
+      float av = *acc;
+      if (a.accum == 0) av = av * osc[r];
+      float part = 0.0f;
+      double half = 0.0;
+      for (int c0 = 0; c0 < nk; c0 += static_cast<int>(sage2::kPvChunk)) {
+        const int nc = min(static_cast<int>(sage2::kPvChunk), nk - c0);
+        double cs = 0.0;
+        for (int j = 0; j < nc; ++j)
+          cs += static_cast<double>(prow[c0 + j]) * static_cast<double>(vh[(k0 + c0 + j) * D + d]);
+        if (a.accum == 0) av = sage2::f32_of_sum(av, cs);
+        else if (a.accum == 1) part = sage2::f32_of_sum(part, cs);
+        else half = sage2::fp16_of_double(half + cs);
+      }
+      if (a.accum != 0) av = av * osc[r] + (a.accum == 1 ? part : static_cast<float>(half));
+      *acc = av;
+    }
+  }
+  __syncthreads();
+  for (long long e = threadIdx.x; e < nr * D; e += blockDim.x) {
+    const int r = static_cast<int>(e / D);
+    const long long d = e % D, i = ((r0 + r) * H + h) * D + d;
+    float o = a.acc[i] / den[r];
+    if (a.vs) o = o * a.vs[h * D + d];
+    a.out[i] = o;
+  }
+}
+
+std::string fail(const char* what, cudaError_t e) { return std::string(what) + ": " + cudaGetErrorString(e); }
+
+}  // namespace
+
+long long sage2_shared_bytes(int blkq, int key_block) {
+  return (static_cast<long long>(blkq) * key_block + 3LL * blkq) * static_cast<long long>(sizeof(float));
+}
+
+std::string sage2_attention_device(const Sage2DeviceProblem& p, float* out, double* device_ms) {
+  const size_t n = static_cast<size_t>(p.S * p.H * p.D), nt = static_cast<size_t>(p.H * p.S);
+  DeviceBuffer<int8_t> q8(n), k8(n);
+  DeviceBuffer<float> qs(nt), ks(nt), v(n), vs(static_cast<size_t>(p.H * p.D)), acc(n), dout(n);
+  for (cudaError_t e : {q8.err, k8.err, qs.err, ks.err, v.err, vs.err, acc.err, dout.err})
+    if (e != cudaSuccess) return fail("cudaMalloc", e);
+  cudaError_t e;
+  struct Copy { void* dst; const void* src; size_t bytes; const char* what; };
+  for (const Copy& c : {Copy{q8.p, p.q8, n, "copy q codes"}, Copy{k8.p, p.k8, n, "copy k codes"},
+                        Copy{qs.p, p.q_scale_tok, nt * 4, "copy q scales"},
+                        Copy{ks.p, p.k_scale_tok, nt * 4, "copy k scales"}, Copy{v.p, p.v, n * 4, "copy v"},
+                        Copy{vs.p, p.v_scale, static_cast<size_t>(p.H * p.D) * 4, "copy v scales"}})
+    if ((e = cudaMemcpy(c.dst, c.src, c.bytes, cudaMemcpyHostToDevice)) != cudaSuccess) return fail(c.what, e);
+  if ((e = cudaMemset(acc.p, 0, n * 4)) != cudaSuccess) return fail("zero acc", e);
+  // Poison the output so a kernel that writes nothing cannot pass.
+  if ((e = cudaMemset(dout.p, 0xFF, n * 4)) != cudaSuccess) return fail("poison output", e);
+  const long long smem = sage2_shared_bytes(p.blkq, p.key_block);
+  if ((e = cudaFuncSetAttribute(sage2_tile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                static_cast<int>(smem))) != cudaSuccess)
+    return fail("shared memory size", e);
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  const Args args{p.S, p.H, p.D, p.blkq, p.key_block, p.accum, p.sm_scale, q8.p, k8.p,
+                  qs.p, ks.p, v.p, vs.p, acc.p, dout.p};
+  const dim3 grid(static_cast<unsigned>((p.S + p.blkq - 1) / p.blkq), static_cast<unsigned>(p.H));
+  cudaEventRecord(start);
+  sage2_tile_kernel<<<grid, kThreads, static_cast<size_t>(smem)>>>(args);
+  e = cudaGetLastError();
+  cudaEventRecord(stop);
+  if (e == cudaSuccess) e = cudaEventSynchronize(stop);
+  float ms = 0;
+  if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, start, stop);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  if (e != cudaSuccess) return fail("sage2 kernel", e);
+  if (device_ms) *device_ms = ms;
+  if ((e = cudaMemcpy(out, dout.p, n * 4, cudaMemcpyDeviceToHost)) != cudaSuccess) return fail("copy out", e);
+  return {};
+}
+
+}  // namespace ts::cuda
