@@ -6,12 +6,12 @@
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 namespace ts {
 
-// Measures one run. A CUDA-events timer implements the same interface for
-// device backends (start/stop recorded on the stream, stop_ms synchronises).
+// Measures one run.
 class Timer {
  public:
   virtual ~Timer() = default;
@@ -28,6 +28,32 @@ class SteadyClockTimer final : public Timer {
 
  private:
   std::chrono::steady_clock::time_point t0_;
+};
+
+// The time a run reports for itself: device backends time their kernels with
+// CUDA events (AttentionResult stats "device_ms"), so host-side conversion and
+// copies, which a kernel under test would not pay, do not count. A run that
+// reports nothing is timed by the steady clock, and counted in fallbacks().
+class ReportedTimer final : public Timer {
+ public:
+  void start() override {
+    reported_.reset();
+    clock_.start();
+  }
+  // Called by the run, between start() and stop_ms().
+  void report(double ms) { reported_ = ms; }
+  double stop_ms() override {
+    const double wall = clock_.stop_ms();
+    if (reported_) return *reported_;
+    ++fallbacks_;
+    return wall;
+  }
+  int fallbacks() const { return fallbacks_; }
+
+ private:
+  SteadyClockTimer clock_;
+  std::optional<double> reported_;
+  int fallbacks_ = 0;
 };
 
 struct PairedTimingOptions {

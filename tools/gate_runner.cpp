@@ -58,16 +58,35 @@ bool has_speed_rule(const GateFile& g) {
   return false;
 }
 
-std::vector<double> time_alone(AttentionBackend& b, const RotatedInputs& in, const GateRunOptions& o) {
-  SteadyClockTimer t;
+// A device backend reports its kernels' CUDA-event time (stats "device_ms"):
+// two of them are compared on that, anything else on the steady clock.
+bool reports_device_time(const AttentionBackend& b) { return b.device() == "cuda"; }
+
+void run_reporting(AttentionBackend& b, const AttentionProblem& p, ReportedTimer* t) {
+  const AttentionResult r = b.run(p);
+  if (t && r.stats.contains("device_ms") && r.stats["device_ms"].is_number())
+    t->report(r.stats["device_ms"].get<double>());
+}
+
+std::string fallback_note(const ReportedTimer& t) {
+  return t.fallbacks() ? "; " + std::to_string(t.fallbacks()) + " run(s) reported no device time and were "
+                             "timed by the steady clock"
+                       : "";
+}
+
+// Samples of one backend on its own, and how they were taken.
+std::pair<std::vector<double>, std::string> time_alone(AttentionBackend& b, const RotatedInputs& in,
+                                                       const GateRunOptions& o) {
+  const bool device = reports_device_time(b);
+  ReportedTimer t;
   for (int w = 0; w < o.warmup; ++w) b.run(in.problems[0]);
   std::vector<double> ms;
   for (int p = 0; p < o.pairs; ++p) {
     t.start();
-    b.run(in.problems[static_cast<size_t>(p) % in.problems.size()]);
+    run_reporting(b, in.problems[static_cast<size_t>(p) % in.problems.size()], device ? &t : nullptr);
     ms.push_back(t.stop_ms());
   }
-  return ms;
+  return {ms, device ? "timed (device time" + fallback_note(t) + ")" : "timed"};
 }
 
 SpeedEvidence measure_speed(AttentionBackend& cand, AttentionBackend& base,
@@ -78,30 +97,38 @@ SpeedEvidence measure_speed(AttentionBackend& cand, AttentionBackend& base,
   if (cs || bs) {
     // Stored samples were not taken in pairs with anything here: compare the
     // two sides' medians with an unpaired bootstrap.
-    const std::vector<double> c = cs ? *cs : time_alone(cand, in, o);
-    const std::vector<double> b = bs ? *bs : time_alone(base, in, o);
-    if (c.empty() || b.empty()) return s;
-    s.interval = bootstrap_unpaired(b, c, conf, o.seed);
-    s.candidate_ms = median_of(c);
-    s.baseline_ms = median_of(b);
-    s.level = std::string("attention, ") + (cs ? "stored" : "timed") + " candidate vs " +
-              (bs ? "stored" : "timed") + " baseline samples (unpaired)";
+    std::pair<std::vector<double>, std::string> c{cs ? *cs : std::vector<double>{}, "stored"},
+        b{bs ? *bs : std::vector<double>{}, "stored"};
+    if (!cs) c = time_alone(cand, in, o);
+    if (!bs) b = time_alone(base, in, o);
+    if (c.first.empty() || b.first.empty()) return s;
+    s.interval = bootstrap_unpaired(b.first, c.first, conf, o.seed);
+    s.candidate_ms = median_of(c.first);
+    s.baseline_ms = median_of(b.first);
+    s.level = "attention, " + c.second + " candidate vs " + b.second + " baseline samples (unpaired)";
     return s;
   }
-  SteadyClockTimer timer;
+  // Both on the device: their own CUDA-event times. Otherwise the whole call
+  // on the steady clock (a CPU emulation has no other time to give).
+  const bool device = reports_device_time(cand) && reports_device_time(base);
+  ReportedTimer timer;
   PairedTimingOptions po;
   po.pairs = o.pairs;
   po.warmup = o.warmup;
   po.budget_s = o.budget_s;
   const size_t n = in.problems.size();
+  ReportedTimer* report = device ? &timer : nullptr;
   const PairedSamples ps = time_paired(
-      [&](int64_t p) { cand.run(in.problems[static_cast<size_t>(p + 1024) % n]); },
-      [&](int64_t p) { base.run(in.problems[static_cast<size_t>(p + 1024) % n]); }, timer, po);
+      [&](int64_t p) { run_reporting(cand, in.problems[static_cast<size_t>(p + 1024) % n], report); },
+      [&](int64_t p) { run_reporting(base, in.problems[static_cast<size_t>(p + 1024) % n], report); }, timer, po);
   s.interval = bootstrap_paired(ps.ratios(), conf, o.seed);
   s.candidate_ms = median_of(ps.candidate_ms);
   s.baseline_ms = median_of(ps.baseline_ms);
-  s.level = "attention, paired CPU steady clock (" + std::to_string(ps.ratios().size()) + " pairs, " +
-            std::to_string(n) + " rotated input copies)";
+  s.level = std::string("attention, paired ") +
+            (device ? "device time (CUDA events the backends report" + fallback_note(timer) + ")"
+                    : "CPU steady clock") +
+            " (" + std::to_string(ps.ratios().size()) + " pairs, " + std::to_string(n) +
+            " rotated input copies)";
   s.other_levels = nlohmann::json::array();
   return s;
 }

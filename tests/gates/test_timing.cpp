@@ -103,3 +103,32 @@ TEST_CASE("unpaired bootstrap of stored samples") {
   CHECK(iv.upper < 2.3);
   CHECK(bootstrap_unpaired(base, cand, 0.95, 11).lower == iv.lower);
 }
+
+TEST_CASE("reported timer: device backends are paired on the time they report") {
+  ReportedTimer t;
+  PairedTimingOptions po;
+  po.pairs = 6;
+  po.warmup = 1;
+  // The host side sleeps differently from what the "kernels" report: only the
+  // reported figures may count.
+  const PairedSamples s = time_paired(
+      [&](int64_t) { std::this_thread::sleep_for(std::chrono::milliseconds(3)); t.report(1.25); },
+      [&](int64_t) { t.report(2.5); }, t, po);
+  REQUIRE(s.ratios().size() == 6);
+  for (double r : s.ratios()) CHECK(r == 2.0);
+  for (double ms : s.candidate_ms) CHECK(ms == 1.25);
+  CHECK(t.fallbacks() == 0);
+  // A run that reports nothing falls back to its steady-clock time, and is counted.
+  t.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  const double wall = t.stop_ms();
+  CHECK(wall >= 2.0);
+  CHECK(t.fallbacks() == 1);
+  // A report belongs to one run: start() forgets the previous one.
+  t.start();
+  t.report(7.0);
+  CHECK(t.stop_ms() == 7.0);
+  t.start();
+  CHECK(t.stop_ms() != 7.0);
+  CHECK(t.fallbacks() == 2);
+}
