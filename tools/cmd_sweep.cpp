@@ -21,7 +21,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Opts {
-  std::string fixture, backend = "sol", precision, baseline = "sage2:preset=sm121";
+  std::string fixture, backend = "sol", precision, baseline = "sage2:preset=sm121", exact = "exact";
   std::vector<double> taus = {-100, 0, 0.5, 1, 1.3, 2, 3};
   std::vector<std::string> params;
   bool json = false, allow_nonfinite = false;
@@ -84,9 +84,11 @@ int run(const Opts& o) {
     specs.push_back(spec_for(o, t));
     ts::make_attention_backend(specs.back(), {o.fixture});
   }
+  ts::make_attention_backend(o.exact, {o.fixture});
+  ts::make_attention_backend(o.baseline, {o.fixture});
 
   ts::Progress progress("sweep", static_cast<int64_t>(o.taus.size()) + 2);
-  const Timed exact = run_backend("exact", o.fixture, problem);
+  const Timed exact = run_backend(o.exact, o.fixture, problem);
   progress.advance();
   const Timed base = run_backend(o.baseline, o.fixture, problem);
   progress.advance();
@@ -166,6 +168,9 @@ ts::cli::Registration reg{
       app.add_option("--precision", o->precision, "bf16 | int8_qk | int8_qk_pv");
       app.add_option("--param", o->params, "extra backend knob key=value (repeatable)");
       app.add_option("--baseline", o->baseline, "backend spec the rows are compared with")
+          ->capture_default_str();
+      app.add_option("--exact", o->exact,
+                     "backend spec of the exact reference (exact_cuda on a GPU machine for large fixtures)")
           ->capture_default_str();
       app.add_flag("--allow-nonfinite", o->allow_nonfinite, "accept NaN/Inf in the fixture inputs");
       app.add_flag("--json", o->json, "print the result as JSON");

@@ -64,6 +64,12 @@ TEST_CASE("touchstone sweep: one row per tau, density falls, dense limit matches
   const double base = j.at("baseline").at("rel_l2_vs_exact").get<double>();
   CHECK(base > 1e-3);
   CHECK(base < 5e-2);
+  // The exact reference is a backend spec like any other (exact_cuda on a GPU machine).
+  const Run f = cli("sweep \"" + tiny_fixture() + "\" --tau 1.3 --param block_k=8 --exact exact:precision=fp32 --json");
+  REQUIRE(f.rc == 0);
+  const auto jf = nlohmann::json::parse(f.out);
+  CHECK(jf.at("exact").at("name") == "exact_fp32");
+  CHECK(std::abs(jf.at("baseline").at("rel_l2_vs_exact").get<double>() - base) < 1e-5);
   // Text output: a header and one line per tau.
   const Run t = cli("sweep \"" + tiny_fixture() + "\" --tau 0,1 --precision int8_qk");
   REQUIRE(t.rc == 0);
@@ -75,6 +81,9 @@ TEST_CASE("touchstone sweep: bad input exits 2") {
   CHECK(cli("sweep \"" + tiny_fixture() + "\" --tau x").rc == 2);
   CHECK(cli("sweep \"" + tiny_fixture() + "\" --tau 1 --param nope=1").rc == 2);
   CHECK(cli("sweep \"" + tiny_fixture() + "\" --tau 1 --param tau=2").rc == 2);
+  // Both references are checked before any work starts.
+  CHECK(cli("sweep \"" + tiny_fixture() + "\" --tau 1 --exact nope").rc == 2);
+  CHECK(cli("sweep \"" + tiny_fixture() + "\" --tau 1 --baseline sage2:preset=sm1").rc == 2);
   CHECK(cli("sweep /nonexistent/touchstone.h5 --tau 1").rc == 2);
   CHECK(cli("sweep --help").rc == 0);
 }
