@@ -64,9 +64,17 @@ int run(const Opts& o) {
   if (!r.stats.empty()) more["stats"] = r.stats.dump();
   std::vector<ts::DatasetWrite> writes;
   writes.push_back({group + "/attention", r.out, ts::output_attrs(backend->name(), backend->params(), ms, more)});
-  for (auto& [key, t] : r.intermediates)
-    writes.push_back({group + "/intermediates/" + key, t,
-                      ts::output_attrs(backend->name(), backend->params(), std::nullopt)});
+  for (auto& [key, t] : r.intermediates) {
+    nlohmann::json attrs = ts::output_attrs(backend->name(), backend->params(), std::nullopt);
+    // fixture-schema.md: quantised data names its scale dataset (q_int8 -> q_scale).
+    const bool int8 = key.size() > 5 && key.ends_with("_int8"), fp8 = key.size() > 4 && key.ends_with("_fp8");
+    if (int8 || fp8) {
+      const std::string scale = key.substr(0, key.rfind('_')) + "_scale";
+      if (r.intermediates.count(scale)) attrs["scale"] = group + "/intermediates/" + scale;
+      attrs["codes"] = int8 ? "int8" : "float8_e4m3fn";
+    }
+    writes.push_back({group + "/intermediates/" + key, t, attrs});
+  }
   ts::append_datasets(o.fixture, writes);
   if (o.json) {
     nlohmann::json j = {{"fixture", o.fixture},      {"backend", backend->name()},
