@@ -60,25 +60,14 @@ void attend_tile(const Sage2Prepared& pr, const Sage2Config& c, float sm_scale, 
   RowMat<float> part(nr, D);
   RowMat<double> half(nr, D);
   RowMat<double> pb(nr, kb);
+  std::vector<float> prow(static_cast<size_t>(kb));
   RowMat<double> chunk(nr, D);
 
   for (int64_t k0 = 0; k0 < S; k0 += kb) {
     const int64_t nk = std::min(kb, S - k0);
     for (int64_t r = 0; r < nr; ++r) {
-      const float* row = sc.data() + r * S + k0;
-      float rowmax = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < nk; ++j) rowmax = std::max(rowmax, row[j]);
-      const float m_new = std::max(m[r], rowmax - sage2::kFp8Offset);
-      oscale[r] = sage2::exp2f_det(m[r] - m_new);
-      m[r] = m_new;
-      // The denominator sums the float32 P before FP8 rounding, in key order.
-      float lsum = 0.0f;
-      for (int64_t j = 0; j < nk; ++j) {
-        const float pj = sage2::exp2f_det(row[j] - m_new);
-        lsum += pj;
-        pb(r, j) = c.round_p ? num::e4m3_round(pj) : pj;
-      }
-      den[r] = den[r] * oscale[r] + lsum;
+      oscale[r] = sage2::softmax_step(sc.data() + r * S + k0, prow.data(), nk, m[r], den[r], c.round_p);
+      for (int64_t j = 0; j < nk; ++j) pb(r, j) = prow[static_cast<size_t>(j)];
       if (p_dump)
         for (int64_t j = 0; j < nk; ++j) p_dump->data[r * S + k0 + j] = pb(r, j);
     }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "reference/numerics/convert.hpp"
 #include "reference/numerics/detmath.hpp"
 #include "reference/numerics/host_device.hpp"
 
@@ -24,6 +25,27 @@ inline constexpr int64_t kPvChunk = 32;
 // (detmath is within an ulp of double), and the tests' tolerances cover the
 // difference (ex2.approx has a relative error of about 2^-22).
 TS_HD inline float exp2f_det(float x) { return static_cast<float>(detmath::exp2(static_cast<double>(x))); }
+
+// One row's online-softmax step over a key block of nk scores s (steps 4-5):
+// updates the running max m and the denominator den (summing the float32 P
+// before FP8 rounding, in key order), writes P to p (E4M3-rounded when
+// round_p; p may be s itself) and returns the factor by which the running
+// output is rescaled.
+TS_HD inline float softmax_step(const float* s, float* p, int64_t nk, float& m, float& den, bool round_p) {
+  float rowmax = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < nk; ++j) rowmax = std::max(rowmax, s[j]);
+  const float m_new = std::max(m, rowmax - kFp8Offset);
+  const float oscale = exp2f_det(m - m_new);
+  m = m_new;
+  float lsum = 0.0f;
+  for (int64_t j = 0; j < nk; ++j) {
+    const float pj = exp2f_det(s[j] - m_new);
+    lsum += pj;
+    p[j] = round_p ? num::e4m3_round(pj) : pj;
+  }
+  den = den * oscale + lsum;
+  return oscale;
+}
 
 // Correctly rounded float32 of the exact sum a + b (both float64): TwoSum
 // decides the rare halfway case that a plain (float)(a + b) could round twice.

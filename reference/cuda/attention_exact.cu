@@ -14,22 +14,13 @@
 #include <algorithm>
 #include <string>
 
+#include "reference/cuda/device_buffer.cuh"
 #include "reference/cuda/exact_kernel.hpp"
 
 namespace ts::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-
-template <class T>
-struct DeviceBuffer {
-  T* p = nullptr;
-  cudaError_t err = cudaSuccess;
-  explicit DeviceBuffer(size_t n) { err = cudaMalloc(&p, std::max<size_t>(n, 1) * sizeof(T)); }
-  ~DeviceBuffer() { cudaFree(p); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
 
 struct Blas {
   cublasHandle_t h = nullptr;
@@ -91,7 +82,7 @@ __global__ void divide_rows(double* out, const double* l, long long H, int D, lo
   for (int d = threadIdx.x; d < D; d += blockDim.x) out[(r * H + h) * D + d] /= den;
 }
 
-std::string fail(const char* what, cudaError_t e) { return std::string(what) + ": " + cudaGetErrorString(e); }
+std::string fail(const char* what, cudaError_t e) { return cuda_failure(what, e); }
 std::string fail(const char* what, cublasStatus_t s) {
   return std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(s));
 }

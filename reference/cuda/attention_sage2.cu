@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <string>
 
+#include "reference/cuda/device_buffer.cuh"
 #include "reference/cuda/sage2_kernel.hpp"
 #include "reference/numerics/convert.hpp"
 #include "reference/sage2_arith.hpp"
@@ -21,16 +22,6 @@ namespace ts::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-
-template <class T>
-struct DeviceBuffer {
-  T* p = nullptr;
-  cudaError_t err = cudaSuccess;
-  explicit DeviceBuffer(size_t n) { err = cudaMalloc(&p, std::max<size_t>(n, 1) * sizeof(T)); }
-  ~DeviceBuffer() { cudaFree(p); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
 
 struct Args {
   long long S, H, D;
@@ -84,18 +75,7 @@ __global__ void sage2_tile_kernel(Args a) {
     __syncthreads();
     for (int r = threadIdx.x; r < nr; r += blockDim.x) {
       float* row = sc + r * a.kb;
-      float rowmax = -INFINITY;
-      for (int j = 0; j < nk; ++j) rowmax = std::max(rowmax, row[j]);
-      const float m_new = std::max(m[r], rowmax - sage2::kFp8Offset);
-      osc[r] = sage2::exp2f_det(m[r] - m_new);
-      m[r] = m_new;
-      float lsum = 0.0f;
-      for (int j = 0; j < nk; ++j) {
-        const float pj = sage2::exp2f_det(row[j] - m_new);
-        lsum += pj;
-        row[j] = num::e4m3_round(pj);
-      }
-      den[r] = den[r] * osc[r] + lsum;
+      osc[r] = sage2::softmax_step(row, row, nk, m[r], den[r], true);
     }
     __syncthreads();
     for (long long e = threadIdx.x; e < nr * D; e += blockDim.x) {
@@ -130,8 +110,6 @@ __global__ void sage2_tile_kernel(Args a) {
   }
 }
 
-std::string fail(const char* what, cudaError_t e) { return std::string(what) + ": " + cudaGetErrorString(e); }
-
 }  // namespace
 
 long long sage2_shared_bytes(int blkq, int key_block) {
@@ -143,21 +121,21 @@ std::string sage2_attention_device(const Sage2DeviceProblem& p, float* out, doub
   DeviceBuffer<int8_t> q8(n), k8(n);
   DeviceBuffer<float> qs(nt), ks(nt), v(n), vs(static_cast<size_t>(p.H * p.D)), acc(n), dout(n);
   for (cudaError_t e : {q8.err, k8.err, qs.err, ks.err, v.err, vs.err, acc.err, dout.err})
-    if (e != cudaSuccess) return fail("cudaMalloc", e);
+    if (e != cudaSuccess) return cuda_failure("cudaMalloc", e);
   cudaError_t e;
   struct Copy { void* dst; const void* src; size_t bytes; const char* what; };
   for (const Copy& c : {Copy{q8.p, p.q8, n, "copy q codes"}, Copy{k8.p, p.k8, n, "copy k codes"},
                         Copy{qs.p, p.q_scale_tok, nt * 4, "copy q scales"},
                         Copy{ks.p, p.k_scale_tok, nt * 4, "copy k scales"}, Copy{v.p, p.v, n * 4, "copy v"},
                         Copy{vs.p, p.v_scale, static_cast<size_t>(p.H * p.D) * 4, "copy v scales"}})
-    if ((e = cudaMemcpy(c.dst, c.src, c.bytes, cudaMemcpyHostToDevice)) != cudaSuccess) return fail(c.what, e);
-  if ((e = cudaMemset(acc.p, 0, n * 4)) != cudaSuccess) return fail("zero acc", e);
+    if ((e = cudaMemcpy(c.dst, c.src, c.bytes, cudaMemcpyHostToDevice)) != cudaSuccess) return cuda_failure(c.what, e);
+  if ((e = cudaMemset(acc.p, 0, n * 4)) != cudaSuccess) return cuda_failure("zero acc", e);
   // Poison the output so a kernel that writes nothing cannot pass.
-  if ((e = cudaMemset(dout.p, 0xFF, n * 4)) != cudaSuccess) return fail("poison output", e);
+  if ((e = cudaMemset(dout.p, 0xFF, n * 4)) != cudaSuccess) return cuda_failure("poison output", e);
   const long long smem = sage2_shared_bytes(p.blkq, p.key_block);
   if ((e = cudaFuncSetAttribute(sage2_tile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 static_cast<int>(smem))) != cudaSuccess)
-    return fail("shared memory size", e);
+    return cuda_failure("shared memory size", e);
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
@@ -173,9 +151,9 @@ std::string sage2_attention_device(const Sage2DeviceProblem& p, float* out, doub
   if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, start, stop);
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
-  if (e != cudaSuccess) return fail("sage2 kernel", e);
+  if (e != cudaSuccess) return cuda_failure("sage2 kernel", e);
   if (device_ms) *device_ms = ms;
-  if ((e = cudaMemcpy(out, dout.p, n * 4, cudaMemcpyDeviceToHost)) != cudaSuccess) return fail("copy out", e);
+  if ((e = cudaMemcpy(out, dout.p, n * 4, cudaMemcpyDeviceToHost)) != cudaSuccess) return cuda_failure("copy out", e);
   return {};
 }
 
