@@ -100,6 +100,16 @@ def full_config(config):
     if r < 0 or r % 6 or r > c["head_dim"] or c["rope_freqs_per_axis"] != r // 6:
         raise CaptureError(f"config: rope_rot_dims ({r}) must be a multiple of 6, <= head_dim, "
                            f"and rope_freqs_per_axis = rope_rot_dims / 6")
+    at, video = 0, 0
+    for i, seg in enumerate(segments_list(c)):
+        if seg["kind"] not in ("video", "cond") or seg["start"] != at or seg["length"] <= 0:
+            raise CaptureError(f"config: segments[{i}] {seg}: kind video|cond, starting at {at} "
+                               "(no gap, no overlap), length > 0")
+        at += seg["length"]
+        video += seg["length"] if seg["kind"] == "video" else 0
+    if video != c["grid_t"] * c["grid_h"] * c["grid_w"]:
+        raise CaptureError(f"config: video segments hold {video} tokens but grid_t*grid_h*grid_w"
+                           f" = {c['grid_t'] * c['grid_h'] * c['grid_w']}")
     if not (c["softmax_scale"] > 0 and math.isfinite(c["softmax_scale"])):
         raise CaptureError("config: softmax_scale must be a finite positive number")
     return c

@@ -1,20 +1,41 @@
 """A stand-in for the `sageattention` package, for testing touchstone's plumbing only.
 
-scripts/sage-fidelity and fixtures/capture/sage_kernels.py call SageAttention 2.2.0's
-public functions and undo the layouts they return. This stand-in has the same functions
-and the same documented layouts, with quantisers written from numerics.md, so a run
-on the GPU machine (where the real package is not installed) shows that the layouts
-are undone correctly: the codes then match touchstone's emulation almost everywhere.
-Attention itself is plain SDPA. Nothing here says anything about the real kernels.
+touchstone's replay (kernels sageattn_<preset>, --dump) and sage-fidelity call SageAttention
+2.2.0's public functions and undo the layouts they return. This stand-in has the same functions
+and the same documented layouts, with quantisers written from numerics.md, so a run shows that
+the layouts are undone correctly: the codes then match touchstone's emulation almost everywhere.
+Attention itself is plain exact-ish attention (SDPA where torch has it). It runs on torch 1.13
+on the CPU too (no float8 type there: V codes are made by hand and handed over as uint8).
+
+TOUCHSTONE_STAND_IN_MODE (read at each call) makes it a broken reference on purpose:
+  garbage  attention returns seeded random values (finite, far from exact);
+  nan      attention returns NaN.
+Nothing here says anything about the real kernels.
 """
+import os
+
+import torch
 import torch.nn.functional as F
 
 __touchstone_stand_in__ = True
 
 
+def _exact_enough(q, k, v, sm_scale):
+    if hasattr(F, "scaled_dot_product_attention"):
+        return F.scaled_dot_product_attention(q, k, v, scale=sm_scale)
+    s = torch.matmul(q.float(), k.float().transpose(-1, -2)) * sm_scale
+    return torch.matmul(torch.softmax(s, dim=-1), v.float()).to(q.dtype)
+
+
 def _attention(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, **_):
     assert tensor_layout == "HND" and not is_causal
-    return F.scaled_dot_product_attention(q, k, v, scale=sm_scale)
+    mode = os.environ.get("TOUCHSTONE_STAND_IN_MODE", "")
+    if mode == "garbage":
+        g = torch.Generator().manual_seed(1)
+        return (torch.randn(q.shape, generator=g) * 3).to(device=q.device, dtype=q.dtype)
+    if mode == "nan":
+        return torch.full_like(q, float("nan"))
+    return _exact_enough(q, k, v, sm_scale if sm_scale is not None else q.size(-1) ** -0.5)
 
 
 sageattn = _attention
