@@ -24,11 +24,10 @@ def _qkv(S=72, H=2, D=32):
     return ((i % 61) - 30) * 0.125, ((i % 37) - 18) * 0.25, ((i % 11) - 5) * 0.5
 
 
-def _stats(ts, path, dataset):
-    for d in ts.json("fixture", "inspect", path)["objects"]:
-        if d["path"] == dataset:
-            return d
-    raise AssertionError(f"{dataset} not in inspect")
+def _stats(ts, path, dataset=None):
+    """touchstone fixture inspect's figures of one dataset (or {path: figures} of all)."""
+    objects = {d["path"]: d for d in ts.json("fixture", "inspect", path)["objects"]}
+    return objects[dataset] if dataset else objects
 
 
 def test_package_fixture_validates_and_touchstone_reads_the_values(ts, tmp_path):
@@ -39,8 +38,9 @@ def test_package_fixture_validates_and_touchstone_reads_the_values(ts, tmp_path)
                       positions=np.zeros((72, 3)), compress=True, notes="from python")
     assert sorted(os.listdir(tmp_path)) == ["captured.h5"]  # no temporary, no lock left
     assert ts("fixture", "validate", path).stdout.startswith("ok")
+    stats = _stats(ts, path)
     for name, t in (("q", q), ("k", k), ("v", v)):
-        s = _stats(ts, path, f"/attention/{name}")
+        s = stats[f"/attention/{name}"]
         assert s["dtype"] == {"q": "bfloat16", "k": "float16", "v": "float32"}[name]
         assert s["min"] == pytest.approx(float(t.min())) and s["max"] == pytest.approx(float(t.max()))
         assert s["mean"] == pytest.approx(float(t.double().mean()), rel=1e-12)
