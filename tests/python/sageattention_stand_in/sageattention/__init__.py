@@ -7,7 +7,8 @@ the layouts are undone correctly: the codes then match touchstone's emulation al
 Attention itself is plain exact-ish attention (SDPA where torch has it). It runs on torch 1.13
 on the CPU too (no float8 type there: V codes are made by hand and handed over as uint8).
 
-TOUCHSTONE_STAND_IN_MODE (read at each call) makes it a broken reference on purpose:
+TOUCHSTONE_STAND_IN_MODE (read at each call) makes it a broken reference on purpose, for every
+attention function ("garbage") or for some ("sageattn_qk_int8_pv_fp8_cuda_sm90=nan,..."):
   garbage  attention returns seeded random values (finite, far from exact);
   nan      attention returns NaN.
 Nothing here says anything about the real kernels.
@@ -27,9 +28,16 @@ def _exact_enough(q, k, v, sm_scale):
     return torch.matmul(torch.softmax(s, dim=-1), v.float()).to(q.dtype)
 
 
-def _attention(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, **_):
+def _mode(name):
+    modes = os.environ.get("TOUCHSTONE_STAND_IN_MODE", "")
+    if "=" not in modes:
+        return modes
+    return dict(m.split("=", 1) for m in modes.split(",") if m).get(name, "")
+
+
+def _attention(name, q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, **_):
     assert tensor_layout == "HND" and not is_causal
-    mode = os.environ.get("TOUCHSTONE_STAND_IN_MODE", "")
+    mode = _mode(name)
     if mode == "garbage":
         g = torch.Generator().manual_seed(1)
         return (torch.randn(q.shape, generator=g) * 3).to(device=q.device, dtype=q.dtype)
@@ -38,6 +46,13 @@ def _attention(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, **_
     return _exact_enough(q, k, v, sm_scale if sm_scale is not None else q.size(-1) ** -0.5)
 
 
-sageattn = _attention
-sageattn_qk_int8_pv_fp8_cuda = _attention
-sageattn_qk_int8_pv_fp8_cuda_sm90 = _attention
+def sageattn(*args, **kwargs):
+    return _attention("sageattn", *args, **kwargs)
+
+
+def sageattn_qk_int8_pv_fp8_cuda(*args, **kwargs):
+    return _attention("sageattn_qk_int8_pv_fp8_cuda", *args, **kwargs)
+
+
+def sageattn_qk_int8_pv_fp8_cuda_sm90(*args, **kwargs):
+    return _attention("sageattn_qk_int8_pv_fp8_cuda_sm90", *args, **kwargs)
