@@ -41,8 +41,10 @@ class Kernel:
         return self._factory(torch)
 
 
-def exact_fp64(q, k, v, scale, torch, budget=1 << 30):
-    """Exact attention in float64 on [1, H, S, D], queries in chunks whose scores fit `budget`."""
+def exact_fp64(q, k, v, scale, torch, budget=None):
+    """Exact attention in float64 on [1, H, S, D], queries in chunks whose scores fit `budget`
+    bytes (8 GiB on a GPU, 1 GiB on the host)."""
+    budget = budget or (8 << 30 if q.is_cuda else 1 << 30)
     qd, kd, vd = (t.double() for t in (q, k, v))
     H, S = q.size(1), k.size(2)
     chunk = max(32, budget // (8 * H * S) // 32 * 32)
