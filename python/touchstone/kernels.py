@@ -19,7 +19,7 @@ _SDPA = {"sdpa_flash": "FLASH_ATTENTION", "sdpa_cudnn": "CUDNN_ATTENTION",
 
 # name: what it is (shown by `replay --help`).
 BUILTIN = {
-    "sdpa": "torch scaled_dot_product_attention, PyTorch's own backend choice (torch >= 2.0)",
+    "sdpa": "torch scaled_dot_product_attention, PyTorch's own backend choice (torch >= 2.1)",
     "sdpa_flash": "SDPA restricted to FlashAttention-2 (torch >= 2.3)",
     "sdpa_cudnn": "SDPA restricted to cuDNN attention (torch >= 2.3)",
     "sdpa_efficient": "SDPA restricted to memory-efficient attention (torch >= 2.3)",
@@ -58,8 +58,9 @@ def exact_fp64(q, k, v, scale, torch, budget=None):
 
 def _sdpa(name, torch):
     F = torch.nn.functional
-    if not hasattr(F, "scaled_dot_product_attention"):
-        raise CaptureError(f"kernel {name}: needs torch >= 2.0 (this is {torch.__version__})")
+    if not hasattr(F, "scaled_dot_product_attention") or tuple(
+            int(x) for x in torch.__version__.split(".")[:2]) < (2, 1):  # scale= came in 2.1
+        raise CaptureError(f"kernel {name}: needs torch >= 2.1 (this is {torch.__version__})")
     if name == "sdpa":
         return lambda q, k, v, s: F.scaled_dot_product_attention(q, k, v, scale=s)
     try:

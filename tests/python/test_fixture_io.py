@@ -186,3 +186,19 @@ def test_concurrent_add_outputs_lose_nothing(tmp_path):
     for t in threads:
         t.join(30)
     assert tsp.read_fixture(path).outputs == names
+
+
+def test_from_npz_writes_an_attention_only_fixture(ts, tmp_path):
+    from touchstone import cli
+
+    q, k, v = (t.numpy() for t in _qkv())
+    npz = str(tmp_path / "in.npz")
+    np.savez(npz, q=q[None], k=k[None], v=v[None])  # BSHD, batch 1
+    out = str(tmp_path / "out.h5")
+    assert cli.main(["from-npz", npz, "-o", out, "--model", "npz", "--layout", "BSHD"]) == 0
+    fx = tsp.read_fixture(out)
+    assert fx.config["heads"] == 2 and fx.config["rope_rot_dims"] == 0 and fx.dtype == "float32"
+    assert np.array_equal(fx.q, q)
+    assert ts("fixture", "validate", out).stdout.startswith("ok")
+    np.savez(npz, q=q, k=k)
+    assert cli.main(["from-npz", npz, "-o", out, "--model", "npz"]) == 2

@@ -107,7 +107,7 @@ def test_sdpa_where_torch_has_it(tmp_path):
     path = str(tmp_path / "att.h5")
     _capture(path)
     if not hasattr(torch.nn.functional, "scaled_dot_product_attention"):
-        with pytest.raises(tsp.CaptureError, match="needs torch >= 2.0"):
+        with pytest.raises(tsp.CaptureError, match="needs torch >= 2.1"):
             kernels.resolve("sdpa").make(torch)
         return
     assert cli.main(["replay", path, "--kernel", "sdpa", "--reps", "3", "--device", "cpu"]) == 0
