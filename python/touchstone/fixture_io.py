@@ -6,7 +6,6 @@ only when complete, under the writers' lock "F.lock" that touchstone's C++ write
 C++ or Python, never lose each other's outputs."""
 import contextlib
 import datetime
-import errno
 import fcntl
 import itertools
 import json
@@ -17,7 +16,7 @@ import h5py
 import numpy as np
 
 from . import layouts, storage
-from .schema import (CLOCKS, INT_KEYS, SCHEMA, STAGES, VERSION, CaptureError, full_config,
+from .schema import (CLOCKS, INT_KEYS, SCHEMA, VERSION, CaptureError, full_config,
                      stage_shape, tokens)
 
 _counter = itertools.count()
@@ -61,11 +60,36 @@ def writer_lock(path):
     try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        remove_stale_temps(path)
         yield
     finally:
         with contextlib.suppress(OSError):
             os.unlink(lock_path)
         os.close(fd)
+
+
+def remove_stale_temps(path):
+    """Removes "F.tmp.<pid>.<n>" temporaries of writers that no longer run (killed mid-write);
+    call with the writers' lock held. Returns how many."""
+    folder, base = os.path.split(os.path.abspath(path))
+    prefix, removed = base + ".tmp.", 0
+    for name in os.listdir(folder):
+        rest = name[len(prefix):].split(".") if name.startswith(prefix) else []
+        if len(rest) != 2 or not all(r.isdigit() for r in rest) or int(rest[0]) in (0, os.getpid()):
+            continue
+        try:
+            os.kill(int(rest[0]), 0)
+            continue  # still running
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(folder, name))
+            removed += 1
+            print(f"touchstone: removed {os.path.join(folder, name)}, left by writer {rest[0]} "
+                  "that no longer runs", file=sys.stderr)
+    return removed
 
 
 def _commit(tmp, path):

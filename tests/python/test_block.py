@@ -1,6 +1,5 @@
 """A PyTorch block (block_model.py) captured stage by stage and replayed by touchstone's float64
 block: every stage within 1e-5 in float32. On the GPU machine it runs on CUDA too (TF32 off)."""
-import json
 import os
 
 import numpy as np

@@ -168,7 +168,6 @@ def test_add_output_waits_for_the_writers_lock(tmp_path):
         th.start()
         time.sleep(0.5)
         assert not done  # still waiting
-        tsp.write_fixture  # noqa: B018 (the lock is held by this thread)
         with h5py.File(path, "r") as f:
             assert "outputs" not in f
     th.join(10)
@@ -202,3 +201,18 @@ def test_from_npz_writes_an_attention_only_fixture(ts, tmp_path):
     assert ts("fixture", "validate", out).stdout.startswith("ok")
     np.savez(npz, q=q, k=k)
     assert cli.main(["from-npz", npz, "-o", out, "--model", "npz"]) == 2
+
+
+def test_a_dead_writers_temporary_is_removed(tmp_path, capsys):
+    import subprocess
+    import sys
+
+    path, _ = _small(tmp_path)
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()  # its pid now belongs to no process
+    stale, live = tmp_path / f"f.h5.tmp.{p.pid}.0", tmp_path / f"f.h5.tmp.{os.getppid()}.3"
+    stale.write_bytes(b"half a fixture")
+    live.write_bytes(b"another writer's, still running")
+    tsp.add_output(path, "mine", torch.zeros(72, 2, 32))
+    assert not stale.exists() and live.exists()
+    assert f"left by writer {p.pid} that no longer runs" in capsys.readouterr().err
