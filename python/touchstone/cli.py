@@ -68,6 +68,8 @@ def _parser():
     n.add_argument("--frames", type=int, default=0)
     n.add_argument("--bf16-bits", action="store_true", help="uint16 arrays hold bfloat16 bits")
     n.add_argument("--compress", action="store_true")
+    n.add_argument("--force", action="store_true",
+                   help="replace an existing fixture (with every output it holds)")
 
     s = sub.add_parser(
         "sage-fidelity", formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -124,7 +126,7 @@ def _from_npz(a):
                   resolution=a.resolution, frames=a.frames, layout=a.layout,
                   observed=data["observed"] if "observed" in data else None,
                   positions=data["positions"] if "positions" in data else None,
-                  compress=a.compress, bf16_bits=a.bf16_bits)
+                  compress=a.compress, bf16_bits=a.bf16_bits, replace=a.force)
     print(f"wrote {a.output}")
     return 0
 

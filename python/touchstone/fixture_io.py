@@ -142,12 +142,13 @@ def _shape_check(name, t, shape):
 def write_fixture(path, q, k, v, config, *, model, source="captured", block_index=0, step=0,
                   seed=0, resolution=(0, 0), frames=0, notes=None, observed=None,
                   positions=None, block=None, extra_attrs=None, compress=False,
-                  bf16_bits=False, layout="SHD", batch=0):
+                  bf16_bits=False, layout="SHD", batch=0, replace=False):
     """Writes a complete fixture. q, k, v (and observed) in `layout` (default the fixture's
     [S, H, D]; "BSHD" / "BHSD" take sequence `batch` of a batch); config: the /config attributes
     (schema.attention_config() makes an attention-only one); positions: [S, 3] RoPE positions
     (t, h, w), stored as float64 /block/positions; block: further /block datasets by their path
-    relative to /block ("x", "weights/w_qkv", "stages/norm1", ...)."""
+    relative to /block ("x", "weights/w_qkv", "stages/norm1", ...). An existing file at `path`
+    is replaced only with replace=True (it would take every output it holds with it)."""
     c = full_config(config)
     S, H, D = tokens(c), c["heads"], c["head_dim"]
     qkv = {"q": q, "k": k, "v": v}
@@ -169,6 +170,9 @@ def write_fixture(path, q, k, v, config, *, model, source="captured", block_inde
             _shape_check("/block/" + rel, t, stage_shape(rel[len("stages/"):], c))
         extra[rel] = t
     with writer_lock(path), _temp_beside(path) as tmp:
+        if not replace and os.path.exists(path):  # checked under the lock: one of two racers wins
+            raise CaptureError(f"{path}: /: already exists; not replacing it (replace=True "
+                               "replaces it, with every output it holds)")
         with h5py.File(tmp, "w-") as f:
             root = {"schema": SCHEMA, "source": source, "model": str(model),
                     "block_index": np.int64(block_index), "step": np.int64(step),

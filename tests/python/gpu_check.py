@@ -50,7 +50,7 @@ def main(ts, out, device="cuda"):
     with torch.no_grad(), cap.hook(core):
         q, k, v = qkv(x).view(1, S, 3, H, D).unbind(2)
         core(q, k, v)
-    cap.write(path, model="gpu-python-check toy", grid=grid,
+    cap.write(path, model="gpu-python-check toy", grid=grid, replace=True,
               segments=[{"name": "video", "kind": "video", "length": video},
                         {"name": "text", "kind": "cond", "length": cond}])
     rows, ok = [], True

@@ -55,8 +55,12 @@ def test_bad_shape_is_refused_and_the_old_file_kept(tmp_path):
         tsp.write_fixture(path, q[:5], k, v, CFG, model="bad")
     with pytest.raises(tsp.CaptureError, match="video segments hold 64"):
         tsp.write_fixture(path, q, k, v, dict(CFG, grid_t=3), model="bad")
+    with pytest.raises(tsp.CaptureError, match="already exists; not replacing it"):
+        tsp.write_fixture(path, q, k, v, CFG, model="second")
     assert open(path, "rb").read() == before
     assert sorted(os.listdir(tmp_path)) == ["f.h5"]
+    tsp.write_fixture(path, q, k, v, CFG, model="second", replace=True)
+    assert tsp.read_fixture(path).attrs["model"] == "second"
 
 
 def test_package_reads_what_touchstone_wrote(ts, tmp_path):
@@ -199,8 +203,11 @@ def test_from_npz_writes_an_attention_only_fixture(ts, tmp_path):
     assert fx.config["heads"] == 2 and fx.config["rope_rot_dims"] == 0 and fx.dtype == "float32"
     assert np.array_equal(fx.q, q)
     assert ts("fixture", "validate", out).stdout.startswith("ok")
+    assert cli.main(["from-npz", npz, "-o", out, "--model", "npz", "--layout", "BSHD"]) == 2
+    assert cli.main(["from-npz", npz, "-o", out, "--model", "again", "--layout", "BSHD",
+                     "--force"]) == 0
     np.savez(npz, q=q, k=k)
-    assert cli.main(["from-npz", npz, "-o", out, "--model", "npz"]) == 2
+    assert cli.main(["from-npz", npz, "-o", str(tmp_path / "o2.h5"), "--model", "npz"]) == 2
 
 
 def test_a_dead_writers_temporary_is_removed(tmp_path, capsys):
