@@ -77,7 +77,8 @@ def main(ts, out, device="cuda"):
                 rules = {r["id"]: r for r in c["rules"]}
                 speed = c["details"].get("speed", {})
                 acc_ok = all(rules[i]["status"] == "pass" for i in ("sage_like", "vs_exact"))
-                ok &= acc_ok and "stored candidate vs stored baseline" in speed.get("level", "")
+                ok &= acc_ok and "unpaired" in speed.get("level", "") and \
+                    speed.get("clock", clock) == clock
                 rows.append(f"gate {c['candidate']:13} {c['verdict']:12} rel_l2 vs {baseline} "
                             f"{rules['sage_like'].get('figure', float('nan')):.2e}  "
                             f"speedup {speed.get('interval', {}).get('point', float('nan')):.3f}  "
