@@ -49,6 +49,7 @@ def _parser():
     r.add_argument("--rotate", type=int, default=3, help="input copies cycled through while timing")
     r.add_argument("--dump", action="store_true",
                    help="sageattn_<preset> kernels: also store their quantised intermediates")
+    r.add_argument("--compress", action="store_true", help="shuffle + deflate the added datasets")
     r.add_argument("--json", action="store_true")
 
     n = sub.add_parser("from-npz", help="a fixture from an .npz holding q, k, v",
@@ -100,7 +101,7 @@ def _replay(a):
     from . import replay
 
     r = replay.replay(a.fixture, kernel, name=a.name, device=a.device, reps=a.reps,
-                      warmup=a.warmup, rotate=a.rotate, dump=a.dump)
+                      warmup=a.warmup, rotate=a.rotate, dump=a.dump, compress=a.compress)
     print(replay.to_json(r) if a.json else replay.summary_line(r))
     return 0
 

@@ -245,7 +245,7 @@ def _timings(timings_ms, clock):
 
 
 def add_output(fixture, name, tensor, timings_ms=None, clock=None, *, params=None,
-               layout="SHD", batch=0, intermediates=None):
+               layout="SHD", batch=0, intermediates=None, compress=False):
     """Stores a kernel's attention output as /outputs/<name>/attention, in the fixture's storage
     dtype (that of /attention/q), with the schema's attributes (backend, params,
     touchstone_version, created_at, wall_ms = median of the timings), and its timing samples as
@@ -257,7 +257,8 @@ def add_output(fixture, name, tensor, timings_ms=None, clock=None, *, params=Non
     judges it. tensor: [S, H, D], or `layout` "BSHD"/"BHSD" (sequence `batch`).
     intermediates: {key: array or (array, dtype attribute)} stored under
     /outputs/<name>/intermediates/ (quantised keys "*_int8"/"*_fp8" name their "*_scale").
-    An earlier output of the same name is replaced; every other dataset is kept."""
+    compress: shuffle + deflate the added datasets (what a fixture committed to a repository
+    wants). An earlier output of the same name is replaced; every other dataset is kept."""
     _check_name(name)
     t = _timings(timings_ms, clock) if timings_ms is not None else None
     if t is None and clock is not None:
@@ -282,7 +283,7 @@ def add_output(fixture, name, tensor, timings_ms=None, clock=None, *, params=Non
         with _temp_beside(fixture) as tmp:
             with h5py.File(fixture, "r") as src, h5py.File(tmp, "w-") as dst:
                 _copy_except(src, dst, {f"/outputs/{name}", f"/timings/{name}"})
-                _write(dst, f"/outputs/{name}/attention", None, stored=stored, attrs=attrs)
+                _write(dst, f"/outputs/{name}/attention", None, compress, stored=stored, attrs=attrs)
                 for key, item in (intermediates or {}).items():
                     arr, tag = item if isinstance(item, tuple) else (item, None)
                     a = dict(attrs)
@@ -291,7 +292,7 @@ def add_output(fixture, name, tensor, timings_ms=None, clock=None, *, params=Non
                         a["scale"] = f"/outputs/{name}/intermediates/{key.rsplit('_', 1)[0]}_scale"
                         a["codes"] = "int8" if key.endswith("_int8") else "float8_e4m3fn"
                     ds = _write(dst, f"/outputs/{name}/intermediates/{key}", arr,
-                                bf16_bits=tag == "bfloat16", attrs=a)
+                                compress and np.size(arr) > 1024, tag == "bfloat16", a)
                     if tag and tag != "bfloat16":
                         ds.attrs["dtype"] = tag
                 if t is not None:

@@ -62,7 +62,7 @@ def time_calls(fn, inputs, reps, warmup, device, torch):
 
 
 def replay(fixture, kernel, *, name=None, device="auto", reps=20, warmup=3, rotate=3, dump=False,
-           torch=None):
+           compress=False, torch=None):
     """Runs `kernel` (a kernels.Kernel) on the fixture, stores /outputs/<name>/attention and
     /timings/<name>; returns a summary dict."""
     if torch is None:
@@ -100,7 +100,7 @@ def replay(fixture, kernel, *, name=None, device="auto", reps=20, warmup=3, rota
     params = {"backend": "torch", "kernel": kernel.name, "torch": torch.__version__,
               "device": torch.cuda.get_device_name() if dev == "cuda" else "cpu",
               "layout": kernel.layout, "reps": reps, "warmup": warmup, "rotate": rotate}
-    add_output(fixture, name, o, ms, clock, params=params, intermediates=dumped)
+    add_output(fixture, name, o, ms, clock, params=params, intermediates=dumped, compress=compress)
     return {"fixture": fixture, "name": name, "kernel": kernel.name, "device": params["device"],
             "clock": clock, "reps": reps, "median_ms": float(np.median(ms)), "samples_ms": ms,
             "output": f"/outputs/{name}/attention", "timings": f"/timings/{name}",

@@ -109,7 +109,7 @@ def test_add_output_stores_the_schema_attributes_and_keeps_other_outputs(ts, tmp
     ts("reference", path, "--backend", "exact")
     out = torch.randn(72, 2, 32)
     tsp.add_output(path, "mine", out, [2.0, 1.0, 3.0], clock="host_steady", params={"a": 1})
-    tsp.add_output(path, "other", out.permute(1, 0, 2).unsqueeze(0), layout="BHSD")
+    tsp.add_output(path, "other", out.permute(1, 0, 2).unsqueeze(0), layout="BHSD", compress=True)
     with h5py.File(path, "r") as f:
         ds = f["outputs/mine/attention"]
         assert ds.dtype == np.uint16 and ds.attrs["dtype"] == "bfloat16"  # the fixture's type
@@ -119,6 +119,7 @@ def test_add_output_stores_the_schema_attributes_and_keeps_other_outputs(ts, tmp
         assert t.dtype == np.float64 and list(t[()]) == [2.0, 1.0, 3.0]
         assert t.attrs["clock"] == "host_steady"
         assert "timings/other" not in f and sorted(f["outputs"]) == ["exact", "mine", "other"]
+        assert f["outputs/other/attention"].compression == "gzip" and ds.compression is None
         assert np.array_equal(f["outputs/mine/attention"][()], f["outputs/other/attention"][()])
     assert torch.equal(tsp.read_tensor(path, "/outputs/mine/attention", torch=torch),
                        out.to(torch.bfloat16))
