@@ -12,7 +12,8 @@ Attention (q, k, v at one attention call, in the model's own layout):
 
 The call taken is the `call`-th one (default 0, the first); q, k, v are the positional
 arguments 0, 1, 2 or the keywords q/k/v or query/key/value; the call's output becomes
-/attention/observed. The fixture needs no block sizes (schema.attention_config).
+/attention/observed; the softmax scale is the call's scale= / sm_scale= keyword, else
+write(softmax_scale=...), else 1/sqrt(head_dim). The fixture needs no block sizes (schema.attention_config).
 
 A whole block (every stage of block.md, through a mapping from module names to stages):
 

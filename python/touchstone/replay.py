@@ -88,8 +88,13 @@ def replay(fixture, kernel, *, name=None, device="auto", reps=20, warmup=3, rota
         except Exception as e:  # a user's kernel failing is reported as such, in one line
             raise CaptureError(f"kernel {kernel.name!r} raised {type(e).__name__}: {e}") from e
 
-    ms, clock = time_calls(call, copies, reps, warmup, dev, torch)
-    out = call(*copies[0])
+    try:
+        ms, clock = time_calls(call, copies, reps, warmup, dev, torch)
+        out = call(*copies[0])
+        if dev == "cuda":
+            torch.cuda.synchronize()
+    except RuntimeError as e:  # a device error surfaces at the next synchronisation
+        raise CaptureError(f"kernel {kernel.name!r} failed on the device: {e}") from e
     if not hasattr(out, "shape") or tuple(out.shape) != tuple(copies[0][0].shape):
         raise CaptureError(f"kernel {kernel.name!r} returned "
                            f"{tuple(out.shape) if hasattr(out, 'shape') else type(out).__name__}, "

@@ -50,7 +50,7 @@ def test_a_garbage_stand_in_is_mistrusted_and_an_honest_one_is_an_emulation_fail
     monkeypatch.setenv("TOUCHSTONE_STAND_IN_MODE", "sageattn_qk_int8_pv_fp8_cuda_sm90=garbage")
     out = str(tmp_path / "fid")
     code = cli.main(["sage-fidelity", ts.exe, "--out", out, "--fixture-preset", "tiny",
-                     "--presets", "sm121 sm90", "--reps", "3"])
+                     "--presets", "sm121 sm90", "--reps", "3", "--device", "cpu"])
     text = capsys.readouterr().out
     assert code == 1  # one preset OUTSIDE
     with open(os.path.join(out, "sage_fidelity.json")) as fh:

@@ -79,7 +79,8 @@ def test_capture_replay_gate_on_the_cpu(ts, tmp_path):
     for kernel, name in (("torch_exact_fp64", None), ("user_kernels:attention_fp32", "mine"),
                          ("user_kernels:attention_bshd", "mine_bshd"),
                          ("user_kernels:garbage", "garbage")):
-        args = ["replay", path, "--kernel", kernel, "--reps", "5", "--warmup", "1", "--json"]
+        args = ["replay", path, "--kernel", kernel, "--reps", "5", "--warmup", "1", "--device",
+                "cpu", "--json"]
         assert cli.main(args + (["--name", name] if name else [])) == 0
     samples, clock = tsp.read_timings(path, "mine")
     assert clock == "host_steady" and len(samples) == 5 and np.all(samples > 0)
