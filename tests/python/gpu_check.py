@@ -23,12 +23,13 @@ sys.path.insert(0, HERE)
 import user_kernels  # noqa: E402
 
 
-def main(ts, out, device="cuda"):
+def main(ts, out, work, device="cuda"):
     if device == "cuda" and not torch.cuda.is_available():
         print("gpu-python-check: skipped: no CUDA device", file=sys.stderr)
         return 2
     os.makedirs(out, exist_ok=True)
-    path = os.path.join(out, "captured.h5")
+    os.makedirs(work, exist_ok=True)
+    path = os.path.join(work, "captured.h5")  # 100+ MB: beside the build, not in $OUT
     H, D, grid, cond = (8, 128, (8, 24, 42), 128) if device == "cuda" else (2, 64, (2, 4, 8), 16)
     video = grid[0] * grid[1] * grid[2]
     S = video + cond
@@ -93,4 +94,4 @@ def main(ts, out, device="cuda"):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2], os.environ.get("GPU_CHECK_DEVICE", "cuda")))
+    sys.exit(main(*sys.argv[1:4], os.environ.get("GPU_CHECK_DEVICE", "cuda")))
