@@ -224,3 +224,21 @@ def test_a_dead_writers_temporary_is_removed(tmp_path, capsys):
     tsp.add_output(path, "mine", torch.zeros(72, 2, 32))
     assert not stale.exists() and live.exists()
     assert f"left by writer {p.pid} that no longer runs" in capsys.readouterr().err
+
+
+def test_a_cpp_writer_waits_for_the_python_writers_lock(ts, tmp_path):
+    """The two sides share one lock protocol (F.lock). Runs where the built touchstone has the
+    C++ writers' lock (it came with `fixture synth --force`)."""
+    import subprocess
+
+    if "--force" not in ts("fixture", "synth", "--help").stdout:
+        pytest.skip("this touchstone build has no writers' lock yet")
+    path, _ = _small(tmp_path)
+    with fixture_io.writer_lock(path):
+        p = subprocess.Popen([ts.exe, "reference", path, "--backend", "exact"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = p.stderr.readline()  # its first line; EOF ('') if it finished without waiting
+        assert f"waiting for another writer of {path} (pid {os.getpid()})" in line
+        assert p.poll() is None
+    p.communicate(timeout=120)
+    assert p.returncode == 0 and tsp.read_fixture(path).outputs == ["exact"]
