@@ -103,8 +103,9 @@ def _commit(tmp, path):
 @contextlib.contextmanager
 def _temp_beside(path):
     """Yields a temporary's name; it replaces `path` when the block ends without an error."""
-    if os.path.isdir(path):
-        raise CaptureError(f"{path}: is a folder, expected a fixture file name")
+    if os.path.lexists(path) and not os.path.isfile(path):
+        raise CaptureError(f"{path}: /: exists and is not a regular file (a folder, a FIFO, a "
+                           "device or a broken link is never a fixture)")
     tmp = _temp_name(path)
     try:
         yield tmp

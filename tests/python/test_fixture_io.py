@@ -61,6 +61,9 @@ def test_bad_shape_is_refused_and_the_old_file_kept(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["f.h5"]
     tsp.write_fixture(path, q, k, v, CFG, model="second", replace=True)
     assert tsp.read_fixture(path).attrs["model"] == "second"
+    os.mkfifo(str(tmp_path / "fifo"))
+    with pytest.raises(tsp.CaptureError, match="not a regular file"):
+        tsp.write_fixture(str(tmp_path / "fifo"), q, k, v, CFG, model="m", replace=True)
 
 
 def test_package_reads_what_touchstone_wrote(ts, tmp_path):
