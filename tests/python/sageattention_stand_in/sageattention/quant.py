@@ -35,14 +35,31 @@ def per_warp_int8(q, k, km=None, BLKQ=128, WARPQ=32, BLKK=64, tensor_layout="HND
     return q8[:, :, :sq].contiguous(), qs, k8[:, :, :sk].contiguous(), ks
 
 
+def _e4m3_codes(x):
+    """float32 -> E4M3 (float8_e4m3fn) codes as uint8, round to nearest even; |x| <= 448 here.
+    For torch without float8 types; the same codes as torch's cast."""
+    a = x.abs().double()
+    _, e = torch.frexp(a)
+    quantum = torch.pow(2.0, (e - 1).clamp(min=-6).double() - 3)  # subnormals: 2^-9
+    r = torch.round(a / quantum) * quantum  # exact: a power-of-two quantum; half to even
+    _, e2 = torch.frexp(r)
+    normal = r >= 2.0 ** -6
+    exp2 = torch.pow(2.0, (e2 - 1).double())
+    code = torch.where(normal, (e2 - 1 + 7).double() * 8 + (r / exp2 - 1) * 8, r / 2.0 ** -9)
+    return (code.to(torch.int32) | (torch.signbit(x).to(torch.int32) << 7)).to(torch.uint8)
+
+
 def per_channel_fp8(v, tensor_layout="HND", scale_max=448.0, smooth_v=True):
     assert tensor_layout == "HND" and not smooth_v
     kv_len = v.size(2)
     vf = v.float()
     amax = vf.abs().amax(dim=2)  # [B, H, D]
-    codes = (vf * _div(scale_max, amax).unsqueeze(2)).to(torch.float8_e4m3fn)
-    t = _pad_tokens(codes.view(torch.uint8), 64).transpose(2, 3)  # [B, H, D, S_pad]
+    scaled = vf * _div(scale_max, amax).unsqueeze(2)
+    fp8 = getattr(torch, "float8_e4m3fn", None)
+    codes = scaled.to(fp8).view(torch.uint8) if fp8 is not None else _e4m3_codes(scaled)
+    t = _pad_tokens(codes, 64).transpose(2, 3)  # [B, H, D, S_pad]
     perm = torch.tensor(_V_PERMUTATION, device=v.device)
     idx = (torch.arange(t.size(-1), device=v.device) // 16) * 16 + perm.repeat(t.size(-1) // 16)
     assert kv_len <= t.size(-1)
-    return t[..., idx].contiguous().view(torch.float8_e4m3fn), _div(amax, scale_max), None
+    out = t[..., idx].contiguous()
+    return (out.view(fp8) if fp8 is not None else out), _div(amax, scale_max), None

@@ -1,0 +1,197 @@
+"""Capturing what a model's attention and block saw, with forward hooks or a context manager.
+
+Attention (q, k, v at one attention call, in the model's own layout):
+
+    cap = touchstone.AttentionCapture(layout="BHSD")          # or "BSHD"
+    with cap.hook(model.blocks[24].attn.core):                # a module called as f(q, k, v, ...)
+        model(x)
+    # or, around a function the model calls, e.g. torch.nn.functional.scaled_dot_product_attention:
+    with cap.patch(torch.nn.functional, "scaled_dot_product_attention"):
+        model(x)
+    cap.write("att.h5", model="my-dit rev abc", segments=..., grid=...)
+
+The call taken is the `call`-th one (default 0, the first); q, k, v are the positional
+arguments 0, 1, 2 or the keywords q/k/v or query/key/value; the call's output becomes
+/attention/observed; the softmax scale is the call's scale= / sm_scale= keyword, else
+write(softmax_scale=...), else 1/sqrt(head_dim). The fixture needs no block sizes (schema.attention_config).
+
+A whole block (every stage of block.md, through a mapping from module names to stages):
+
+    cap = touchstone.BlockCapture(block, {"norm1": "norm1", "attn.qkv": "qkv", ...},
+                                  layouts={"attention": "BHSD"})
+    with cap:
+        block(x, ...)
+    touchstone.write_block_fixture("blk.h5", config, x=x[0], ..., stages=cap.stages(config))
+"""
+import contextlib
+
+from . import layouts
+from .fixture_io import write_fixture
+from .schema import STAGES, CaptureError, attention_config, full_config, stage_shape
+
+_QKV_NAMES = (("q", "query"), ("k", "key"), ("v", "value"))
+
+
+def _detach(t):
+    return t.detach().clone() if hasattr(t, "detach") else t
+
+
+def _qkv_of(args, kwargs):
+    out = []
+    for i, names in enumerate(_QKV_NAMES):
+        if len(args) > i:
+            out.append(args[i])
+            continue
+        hit = [kwargs[n] for n in names if n in kwargs]
+        if not hit:
+            raise CaptureError(f"attention call: no {names[0]} (positional argument {i} or "
+                               f"keyword {' / '.join(names)})")
+        out.append(hit[0])
+    return out
+
+
+class AttentionCapture:
+    """Takes q, k, v (and the output) of the `call`-th attention call it sees."""
+
+    def __init__(self, layout="BHSD", call=0, batch=0):
+        self.layout = layouts.check_layout(layout)
+        self.call, self.batch = call, batch
+        self.seen = 0
+        self.q = self.k = self.v = self.out = None
+        self.scale = None
+
+    @property
+    def captured(self):
+        return self.q is not None
+
+    def record(self, args, kwargs, out):
+        if self.seen == self.call:
+            q, k, v = _qkv_of(args, kwargs)
+            self.q, self.k, self.v = (layouts.to_shd(_detach(t), self.layout, self.batch, n)
+                                      for t, n in ((q, "q"), (k, "k"), (v, "v")))
+            if out is not None and hasattr(out, "shape") and tuple(out.shape) == tuple(q.shape):
+                self.out = layouts.to_shd(_detach(out), self.layout, self.batch, "output")
+            self.scale = kwargs.get("scale", kwargs.get("sm_scale"))
+        self.seen += 1
+
+    @contextlib.contextmanager
+    def hook(self, module):
+        """Forward hook on a module whose forward takes q, k, v (positional, or by keyword
+        where torch has forward hooks with kwargs)."""
+        import inspect
+
+        takes_kwargs = "with_kwargs" in inspect.signature(module.register_forward_hook).parameters
+        if takes_kwargs:
+            handle = module.register_forward_hook(
+                lambda m, args, kwargs, out: self.record(args, kwargs, out), with_kwargs=True)
+        else:  # torch 1.13: positional arguments only
+            handle = module.register_forward_hook(lambda m, args, out: self.record(args, {}, out))
+        try:
+            yield self
+        finally:
+            handle.remove()
+
+    @contextlib.contextmanager
+    def patch(self, owner, name):
+        """Replaces owner.<name> (a function the model calls, e.g. F.scaled_dot_product_attention
+        or the model's own attention function) by a recording wrapper while the block runs."""
+        original = getattr(owner, name)
+
+        def wrapper(*args, **kwargs):
+            out = original(*args, **kwargs)
+            self.record(args, kwargs, out)
+            return out
+
+        setattr(owner, name, wrapper)
+        try:
+            yield self
+        finally:
+            setattr(owner, name, original)
+
+    def config(self, segments=None, grid=None, softmax_scale=None):
+        if not self.captured:
+            raise CaptureError(f"no attention call captured (saw {self.seen}, wanted call "
+                               f"{self.call})")
+        S, H, D = self.q.shape
+        scale = softmax_scale if softmax_scale is not None else self.scale
+        return attention_config(S, H, D, segments=segments, grid=grid, softmax_scale=scale)
+
+    def write(self, path, *, model, segments=None, grid=None, softmax_scale=None, **meta):
+        """An attention-only fixture of the captured call (observed = the call's output)."""
+        c = self.config(segments, grid, softmax_scale)
+        write_fixture(path, self.q, self.k, self.v, c, model=model, observed=self.out, **meta)
+
+
+class BlockCapture:
+    """Forward hooks on a block's submodules; each module's output is a stage.
+
+    stage_of: {module name (as named_modules() gives it): stage name of block.md}.
+    layouts: {stage: "BHSD" | "BSHD"} for q_rope, k_rope, attention outputs with a head axis
+    (default "BSHD"); other stages are [B, S, ...] and are reshaped to the stage's shape
+    (e.g. qkv [B, S, 3*H*D] -> [S, 3, H, D]). call: which forward of the block to keep."""
+
+    def __init__(self, module, stage_of, layouts=None, batch=0, call=0):
+        named = dict(module.named_modules())
+        unknown = [n for n in stage_of if n not in named]
+        if unknown:
+            raise CaptureError(f"no module named {', '.join(map(repr, unknown))} in the block "
+                               f"(it has {', '.join(n for n in named if n)})")
+        for stage in stage_of.values():
+            if stage not in STAGES:
+                raise CaptureError(f"unknown stage {stage!r} (block.md names {', '.join(STAGES)})")
+        self.module, self.stage_of, self.batch, self.call = module, dict(stage_of), batch, call
+        self.layouts = dict(layouts or {})
+        self.raw, self._handles, self._named = {}, [], named
+        self._count = {}
+
+    def __enter__(self):
+        for name, stage in self.stage_of.items():
+            def hook(m, args, out, stage=stage):
+                n = self._count.get(stage, 0)
+                if n == self.call:
+                    self.raw[stage] = _detach(out[0] if isinstance(out, tuple) else out)
+                self._count[stage] = n + 1
+            self._handles.append(self._named[name].register_forward_hook(hook))
+        return self
+
+    def __exit__(self, *exc):
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+
+    def stages(self, config):
+        """{stage: tensor of the stage's fixture shape}, in block order."""
+        c = full_config(config)
+        out = {}
+        for stage in STAGES:
+            if stage not in self.raw:
+                continue
+            t = self.raw[stage]
+            lay = self.layouts.get(stage)
+            if lay is not None:
+                t = layouts.to_shd(t, lay, self.batch, stage)
+            elif len(t.shape) >= 2:
+                t = t[self.batch]
+            shape = stage_shape(stage, c)
+            if t.numel() != _numel(shape):
+                raise CaptureError(f"stage {stage}: {tuple(t.shape)} holds {t.numel()} values, "
+                                   f"the stage's shape {shape} needs {_numel(shape)}")
+            out[stage] = t.reshape(shape)
+        return out
+
+
+def _numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def weights_from(module, names):
+    """{block.md weight name: tensor} from a module's state_dict: names maps weight name ->
+    parameter name, e.g. {"w_qkv": "attn.qkv.weight", "norm1_w": "norm1.weight", ...}."""
+    sd = module.state_dict()
+    missing = [p for p in names.values() if p not in sd]
+    if missing:
+        raise CaptureError(f"no parameter {', '.join(map(repr, missing))} in the module")
+    return {w: sd[p].detach() for w, p in names.items()}

@@ -1,0 +1,163 @@
+"""python3 -m touchstone {replay, from-npz, sage-fidelity} ...: results on stdout, one-line
+errors on stderr; exit 0 pass, 1 check failed, 2 bad input, 3 internal error."""
+import argparse
+import json
+import os
+import sys
+
+from . import kernels
+from .schema import CaptureError
+
+PROG = "python3 -m touchstone"
+
+
+def _kernel_list():
+    width = max(map(len, kernels.BUILTIN))
+    return "\n".join(f"  {name:{width}}  {doc}" for name, doc in kernels.BUILTIN.items())
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", metavar="{replay,from-npz,sage-fidelity}")
+    sub.required = True
+
+    r = sub.add_parser(
+        "replay", formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="run a kernel on a fixture's q, k, v; store its output and timings",
+        description="Runs a kernel on the fixture's q, k, v and stores its output as "
+                    "/outputs/NAME/attention and its timing samples as /timings/NAME (attribute "
+                    "clock: device_events on a GPU, host_steady on the CPU), so that\n"
+                    "  touchstone gate --gate G --fixture F --baseline B --candidate stored:NAME\n"
+                    "judges it.",
+        epilog="KERNEL is a built-in name or module:function (module importable, or a path to "
+               "a .py file).\nA user kernel is f(q, k, v, softmax_scale) -> out: q, k, v torch "
+               "tensors of one sequence\n(batch 1) in --layout (BHSD [1, H, S, D] or BSHD "
+               "[1, S, H, D]), in the fixture's element type\n(bfloat16 for captured fixtures), "
+               "on the replay device; non-causal attention over the whole\nsequence; out in the "
+               "same layout and shape as q (stored in the fixture's element type).\n\n"
+               "built-in kernels (layout BHSD):\n" + _kernel_list())
+    r.add_argument("fixture")
+    r.add_argument("--kernel", required=True, metavar="KERNEL")
+    r.add_argument("--name", help="output name (default: the kernel's)")
+    r.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),
+                   help="auto: cuda where a device is, else cpu")
+    r.add_argument("--layout", default=None, choices=("BHSD", "BSHD"),
+                   help="a user kernel's layout (default BHSD, or its touchstone_layout attribute)")
+    r.add_argument("--reps", type=int, default=20, help="timed calls (default 20)")
+    r.add_argument("--warmup", type=int, default=3)
+    r.add_argument("--rotate", type=int, default=3, help="input copies cycled through while timing")
+    r.add_argument("--dump", action="store_true",
+                   help="sageattn_<preset> kernels: also store their quantised intermediates")
+    r.add_argument("--compress", action="store_true", help="shuffle + deflate the added datasets")
+    r.add_argument("--json", action="store_true")
+
+    n = sub.add_parser("from-npz", help="a fixture from an .npz holding q, k, v",
+                       description="Writes a fixture from an .npz with arrays q, k, v (and "
+                                   "optionally observed, positions) in --layout.")
+    n.add_argument("npz")
+    n.add_argument("--config", help="JSON file with the /config attributes (default: an "
+                                    "attention-only config from the shapes)")
+    n.add_argument("-o", "--output", required=True)
+    n.add_argument("--model", required=True)
+    n.add_argument("--layout", default="SHD", choices=("SHD", "BSHD", "BHSD"))
+    n.add_argument("--source", default="captured", choices=("captured", "synthetic"))
+    n.add_argument("--block-index", type=int, default=0)
+    n.add_argument("--step", type=int, default=0)
+    n.add_argument("--seed", type=int, default=0)
+    n.add_argument("--resolution", type=int, nargs=2, default=(0, 0), metavar=("W", "H"))
+    n.add_argument("--frames", type=int, default=0)
+    n.add_argument("--bf16-bits", action="store_true", help="uint16 arrays hold bfloat16 bits")
+    n.add_argument("--compress", action="store_true")
+    n.add_argument("--force", action="store_true",
+                   help="replace an existing fixture (with every output it holds)")
+
+    s = sub.add_parser(
+        "sage-fidelity", formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="the sage2 emulation against the real SageAttention kernels",
+        description=__import__("touchstone.fidelity", fromlist=["x"]).__doc__,
+        epilog="exit: 0 every preset within the target; 1 one is OUTSIDE (an emulation "
+               "failure);\n2 a real kernel is MISTRUSTED (and none OUTSIDE), no sageattention "
+               "module, or bad input.")
+    s.add_argument("touchstone", nargs="?", default="./build-gpu/touchstone",
+                   help="the touchstone binary (default ./build-gpu/touchstone)")
+    s.add_argument("--presets", default="sm121 sm90", help='default "sm121 sm90"')
+    s.add_argument("--out", default="fidelity-out")
+    s.add_argument("--target", type=float, default=2e-3)
+    s.add_argument("--seed", type=int, default=7)
+    s.add_argument("--fixture-preset", default="ci", help="synthetic fixture preset (default ci)")
+    s.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    s.add_argument("--reps", type=int, default=5)
+    s.add_argument("--mistrust-ratio", type=float, default=4.0)
+    s.add_argument("--ceiling-tflops", type=float, default=5000.0)
+    s.add_argument("--json", action="store_true")
+    return p
+
+
+def _replay(a):
+    kernel = kernels.resolve(a.kernel, a.layout)  # a bad name is reported before any device check
+    if not os.path.isfile(a.fixture):
+        raise CaptureError(f"{a.fixture}: no such fixture file")
+    from . import replay
+
+    r = replay.replay(a.fixture, kernel, name=a.name, device=a.device, reps=a.reps,
+                      warmup=a.warmup, rotate=a.rotate, dump=a.dump, compress=a.compress)
+    print(replay.to_json(r) if a.json else replay.summary_line(r))
+    return 0
+
+
+def _from_npz(a):
+    import numpy as np
+
+    from .fixture_io import write_fixture
+    from .layouts import to_shd
+    from .schema import attention_config
+
+    data = np.load(a.npz)
+    for key in ("q", "k", "v"):
+        if key not in data:
+            raise CaptureError(f"{a.npz}: missing array '{key}'")
+    if a.config:
+        with open(a.config) as fh:
+            config = json.load(fh)
+    else:
+        config = attention_config(*to_shd(data["q"], a.layout, 0, "q").shape)
+    write_fixture(a.output, data["q"], data["k"], data["v"], config, model=a.model,
+                  source=a.source, block_index=a.block_index, step=a.step, seed=a.seed,
+                  resolution=a.resolution, frames=a.frames, layout=a.layout,
+                  observed=data["observed"] if "observed" in data else None,
+                  positions=data["positions"] if "positions" in data else None,
+                  compress=a.compress, bf16_bits=a.bf16_bits, replace=a.force)
+    print(f"wrote {a.output}")
+    return 0
+
+
+def _fidelity(a):
+    from . import fidelity
+
+    report, code = fidelity.run(a.touchstone, a.out, presets=a.presets.split(), target=a.target,
+                                seed=a.seed, fixture_preset=a.fixture_preset, device=a.device,
+                                reps=a.reps, mistrust_ratio=a.mistrust_ratio,
+                                ceiling_tflops=a.ceiling_tflops)
+    print(json.dumps(report, indent=2) if a.json else fidelity.table(report))
+    if code == 2:
+        bad = [r["preset"] for r in report["presets"] if r["status"] == "MISTRUSTED"]
+        print(f"{PROG} sage-fidelity: error: the real kernel of {', '.join(bad)} is MISTRUSTED "
+              "(a broken reference): nothing to judge the emulation against", file=sys.stderr)
+    return code
+
+
+def main(argv=None):
+    a = _parser().parse_args(argv)
+    try:
+        return {"replay": _replay, "from-npz": _from_npz, "sage-fidelity": _fidelity}[a.cmd](a)
+    except (CaptureError, ImportError, OSError, KeyError, json.JSONDecodeError) as e:
+        print(f"{PROG} {a.cmd}: error: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # noqa: BLE001 — one line, exit 3, never a traceback
+        print(f"{PROG} {a.cmd}: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 3
+
+
+def entry():
+    sys.exit(main())

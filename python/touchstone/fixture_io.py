@@ -1,0 +1,390 @@
+"""The one place the package writes fixtures (fixture-schema.md): whole new fixtures
+(write_fixture, write_block_fixture) and a kernel's output and timings added to one
+(add_output). Every write goes to a temporary "F.tmp.<pid>.<n>" beside F and is renamed over F
+only when complete, under the writers' lock "F.lock" that touchstone's C++ writers take too
+(flock; the holder removes the lock file before releasing it), so two writers of one fixture,
+C++ or Python, never lose each other's outputs."""
+import contextlib
+import datetime
+import fcntl
+import itertools
+import json
+import os
+import sys
+
+import h5py
+import numpy as np
+
+from . import layouts, storage
+from .schema import (CLOCKS, INT_KEYS, SCHEMA, VERSION, CaptureError, full_config,
+                     stage_shape, tokens)
+
+_counter = itertools.count()
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _temp_name(path):
+    return f"{path}.tmp.{os.getpid()}.{next(_counter)}"
+
+
+@contextlib.contextmanager
+def writer_lock(path):
+    """Exclusive lock of one fixture's writers (the C++ side's WriterLock, same file and rules)."""
+    lock_path = path + ".lock"
+    told = False
+    while True:
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            raise CaptureError(f"{path}: cannot create the writers' lock {lock_path!r} ({e.strerror})")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if not told:
+                holder = os.pread(fd, 31, 0).decode(errors="replace").strip()
+                print(f"touchstone: waiting for another writer of {path}"
+                      + (f" (pid {holder})" if holder else "") + " to finish", file=sys.stderr)
+                told = True
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        # A lock on a file no longer at lock_path (its holder removed it) locks nothing.
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(lock_path))
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        remove_stale_temps(path)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lock_path)
+        os.close(fd)
+
+
+def remove_stale_temps(path):
+    """Removes "F.tmp.<pid>.<n>" temporaries of writers that no longer run (killed mid-write);
+    call with the writers' lock held. Returns how many."""
+    folder, base = os.path.split(os.path.abspath(path))
+    prefix, removed = base + ".tmp.", 0
+    for name in os.listdir(folder):
+        rest = name[len(prefix):].split(".") if name.startswith(prefix) else []
+        if len(rest) != 2 or not all(r.isdigit() for r in rest) or int(rest[0]) in (0, os.getpid()):
+            continue
+        try:
+            os.kill(int(rest[0]), 0)
+            continue  # still running
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(folder, name))
+            removed += 1
+            print(f"touchstone: removed {os.path.join(folder, name)}, left by writer {rest[0]} "
+                  "that no longer runs", file=sys.stderr)
+    return removed
+
+
+def _commit(tmp, path):
+    os.replace(tmp, path)
+    with contextlib.suppress(OSError):
+        fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY | os.O_DIRECTORY)
+        os.fsync(fd)
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _temp_beside(path):
+    """Yields a temporary's name; it replaces `path` when the block ends without an error."""
+    if os.path.lexists(path) and not os.path.isfile(path):
+        raise CaptureError(f"{path}: /: exists and is not a regular file (a folder, a FIFO, a "
+                           "device or a broken link is never a fixture)")
+    tmp = _temp_name(path)
+    try:
+        yield tmp
+        _commit(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def _chunked(a, compress):
+    kw = {}
+    if a.ndim >= 1 and a.size > 0:
+        row = max(1, a.nbytes // max(a.shape[0], 1))
+        kw["chunks"] = (max(1, min(a.shape[0], (1 << 20) // row)),) + a.shape[1:]
+        if compress:
+            kw.update(compression="gzip", compression_opts=4, shuffle=True)
+    return kw
+
+
+def _write(f, path, x, compress=False, bf16_bits=False, attrs=None, stored=None):
+    a, name = stored if stored is not None else storage.to_storage(x, bf16_bits)
+    ds = f.create_dataset(path, data=a, **_chunked(a, compress))
+    if name == "bfloat16":
+        ds.attrs["dtype"] = "bfloat16"
+    for key, value in (attrs or {}).items():
+        ds.attrs[key] = value
+    return ds
+
+
+def _shape_check(name, t, shape):
+    if tuple(t.shape) != tuple(shape):
+        raise CaptureError(f"{name}: shape {tuple(t.shape)}, expected {tuple(shape)}")
+
+
+def write_fixture(path, q, k, v, config, *, model, source="captured", block_index=0, step=0,
+                  seed=0, resolution=(0, 0), frames=0, notes=None, observed=None,
+                  positions=None, block=None, extra_attrs=None, compress=False,
+                  bf16_bits=False, layout="SHD", batch=0, replace=False):
+    """Writes a complete fixture. q, k, v (and observed) in `layout` (default the fixture's
+    [S, H, D]; "BSHD" / "BHSD" take sequence `batch` of a batch); config: the /config attributes
+    (schema.attention_config() makes an attention-only one); positions: [S, 3] RoPE positions
+    (t, h, w), stored as float64 /block/positions; block: further /block datasets by their path
+    relative to /block ("x", "weights/w_qkv", "stages/norm1", ...). An existing file at `path`
+    is replaced only with replace=True (it would take every output it holds with it)."""
+    c = full_config(config)
+    S, H, D = tokens(c), c["heads"], c["head_dim"]
+    qkv = {"q": q, "k": k, "v": v}
+    if observed is not None:
+        qkv["observed"] = observed
+    for name in qkv:
+        qkv[name] = layouts.to_shd(qkv[name], layout, batch, f"/attention/{name}")
+        _shape_check(f"/attention/{name}", qkv[name], (S, H, D))
+    if source not in ("synthetic", "captured"):
+        raise CaptureError("source must be 'synthetic' or 'captured'")
+    stored = {name: storage.to_storage(t, bf16_bits) for name, t in qkv.items()}
+    extra = {}
+    if positions is not None:
+        p = positions.detach().cpu().numpy() if hasattr(positions, "detach") else positions
+        extra["positions"] = np.asarray(p, dtype=np.float64)
+        _shape_check("/block/positions", extra["positions"], (S, 3))
+    for rel, t in (block or {}).items():
+        if rel.startswith("stages/"):
+            _shape_check("/block/" + rel, t, stage_shape(rel[len("stages/"):], c))
+        extra[rel] = t
+    with writer_lock(path), _temp_beside(path) as tmp:
+        if not replace and os.path.exists(path):  # checked under the lock: one of two racers wins
+            raise CaptureError(f"{path}: /: already exists; not replacing it (replace=True "
+                               "replaces it, with every output it holds)")
+        with h5py.File(tmp, "w-") as f:
+            root = {"schema": SCHEMA, "source": source, "model": str(model),
+                    "block_index": np.int64(block_index), "step": np.int64(step),
+                    "seed": np.int64(seed), "resolution": np.asarray(resolution, dtype=np.int64),
+                    "frames": np.int64(frames), "created_by": VERSION, "created_at": _now()}
+            if notes:
+                root["notes"] = str(notes)
+            root.update(extra_attrs or {})
+            for key, value in root.items():
+                f.attrs[key] = value
+            g = f.create_group("config")
+            for key, value in c.items():
+                g.attrs[key] = np.int64(value) if key in INT_KEYS else (
+                    np.float64(value) if isinstance(value, float) else value)
+            for name, st in stored.items():
+                _write(f, "/attention/" + name, None, compress, stored=st)
+            for rel, t in extra.items():
+                if rel == "modulation_row":
+                    t = np.asarray(t.detach().cpu().numpy() if hasattr(t, "detach") else t, np.int32)
+                _write(f, "/block/" + rel, t, compress, bf16_bits)
+
+
+def write_block_fixture(path, config, *, x, modulation, positions, weights, stages,
+                        modulation_row=None, **meta):
+    """A block fixture as `touchstone reference F --block` reads it: the block's input, its
+    modulation table [R, 6, M] (and the row of each token when R > 1), positions [S, 3], the
+    weights by block.md name, and the observed stages (stage name -> [S, ...] tensor,
+    BlockCapture.stages). /attention/{q, k, v, observed} are the stages q_rope, k_rope, the v
+    third of qkv and attention: what the block's attention kernel received and produced."""
+    missing = [s for s in ("q_rope", "k_rope", "qkv") if s not in stages]
+    if missing:
+        raise CaptureError(f"block fixture: stages {', '.join(missing)} are needed for /attention")
+    block = {"x": x, "modulation": modulation}
+    if modulation_row is not None:
+        block["modulation_row"] = modulation_row
+    block.update({"weights/" + name: w for name, w in weights.items()})
+    block.update({"stages/" + name: t for name, t in stages.items()})
+    write_fixture(path, stages["q_rope"], stages["k_rope"], stages["qkv"][:, 2], config,
+                  observed=stages.get("attention"), positions=positions, block=block, **meta)
+
+
+def _fixture_geometry(f, path):
+    if f.attrs.get("schema") != SCHEMA:
+        raise CaptureError(f"{path}: /: not a {SCHEMA} file (schema attribute "
+                           f"{f.attrs.get('schema')!r})")
+    if "attention/q" not in f:
+        raise CaptureError(f"{path}: /attention/q: missing")
+    q = f["attention/q"]
+    return tuple(q.shape), storage.storage_dtype(q)
+
+
+def _check_name(name):
+    ok = name and all(ch.isalnum() or ch in "_-.+" for ch in name) and name not in (".", "..")
+    if not ok:
+        raise CaptureError(f"output name {name!r}: use letters, digits and _ - . + only")
+
+
+def _timings(timings_ms, clock):
+    if clock not in CLOCKS:
+        raise CaptureError(f"clock {clock!r}: expected one of {', '.join(CLOCKS)} (the gate "
+                           "compares speed only between samples of one clock)")
+    t = np.asarray(timings_ms, dtype=np.float64).reshape(-1)
+    if t.size == 0:
+        raise CaptureError("timings_ms is empty")
+    bad = np.flatnonzero(~np.isfinite(t) | (t <= 0))
+    if bad.size:
+        raise CaptureError(f"timings_ms[{bad[0]}] = {t[bad[0]]}: every sample must be a finite "
+                           "positive number of milliseconds")
+    return t
+
+
+def add_output(fixture, name, tensor, timings_ms=None, clock=None, *, params=None,
+               layout="SHD", batch=0, intermediates=None, compress=False):
+    """Stores a kernel's attention output as /outputs/<name>/attention, in the fixture's storage
+    dtype (that of /attention/q), with the schema's attributes (backend, params,
+    touchstone_version, created_at, wall_ms = median of the timings), and its timing samples as
+    /timings/<name> (float64 ms) with the attribute clock = "device_events" (CUDA events) or
+    "host_steady" (a monotonic host clock). Then
+
+        touchstone gate --fixture F --baseline ... --candidate stored:<name>
+
+    judges it. tensor: [S, H, D], or `layout` "BSHD"/"BHSD" (sequence `batch`).
+    intermediates: {key: array or (array, dtype attribute)} stored under
+    /outputs/<name>/intermediates/ (quantised keys "*_int8"/"*_fp8" name their "*_scale").
+    compress: shuffle + deflate the added datasets (what a fixture committed to a repository
+    wants). An earlier output of the same name is replaced; every other dataset is kept."""
+    _check_name(name)
+    t = _timings(timings_ms, clock) if timings_ms is not None else None
+    if t is None and clock is not None:
+        raise CaptureError("clock given without timings_ms")
+    out = layouts.to_shd(tensor, layout, batch, f"/outputs/{name}/attention")
+    params = params if isinstance(params, str) else json.dumps(params or {})
+    if not os.path.isfile(fixture):
+        raise CaptureError(f"{fixture}: no such fixture file")
+    with writer_lock(fixture):
+        try:
+            with h5py.File(fixture, "r") as src:
+                shape, kind = _fixture_geometry(src, fixture)
+        except OSError as e:
+            raise CaptureError(f"{fixture}: /: not readable as HDF5 ({e})")
+        _shape_check(f"{fixture}: /outputs/{name}/attention", out, shape)
+        stored = storage.cast_like(out, kind if kind in ("bfloat16", "float16", "float32",
+                                                         "float64") else "float32")
+        attrs = {"backend": name, "params": params, "touchstone_version": VERSION,
+                 "created_at": _now()}
+        if t is not None:
+            attrs["wall_ms"] = float(np.median(t))
+        with _temp_beside(fixture) as tmp:
+            with h5py.File(fixture, "r") as src, h5py.File(tmp, "w-") as dst:
+                _copy_except(src, dst, {f"/outputs/{name}", f"/timings/{name}"})
+                _write(dst, f"/outputs/{name}/attention", None, compress, stored=stored, attrs=attrs)
+                for key, item in (intermediates or {}).items():
+                    arr, tag = item if isinstance(item, tuple) else (item, None)
+                    a = dict(attrs)
+                    a.pop("wall_ms", None)
+                    if key.endswith(("_int8", "_fp8")):
+                        a["scale"] = f"/outputs/{name}/intermediates/{key.rsplit('_', 1)[0]}_scale"
+                        a["codes"] = "int8" if key.endswith("_int8") else "float8_e4m3fn"
+                    ds = _write(dst, f"/outputs/{name}/intermediates/{key}", arr,
+                                compress and np.size(arr) > 1024, tag == "bfloat16", a)
+                    if tag and tag != "bfloat16":
+                        ds.attrs["dtype"] = tag
+                if t is not None:
+                    ds = dst.create_dataset(f"/timings/{name}", data=t)
+                    ds.attrs["clock"] = clock
+
+
+def _copy_except(src, dst, skip):
+    """Copies every attribute and object of src into the new file dst, leaving out `skip` paths
+    (a fresh file also reclaims the space of what is replaced)."""
+    for key, value in src.attrs.items():
+        dst.attrs[key] = value
+
+    def walk(group, into):
+        for key in group:
+            path = f"{group.name.rstrip('/')}/{key}"
+            if path in skip:
+                continue
+            obj = group.get(key, getlink=True)
+            if isinstance(obj, (h5py.SoftLink, h5py.ExternalLink)):
+                into[key] = obj
+                continue
+            item = group[key]
+            if isinstance(item, h5py.Group) and any(s.startswith(path + "/") for s in skip):
+                sub = into.create_group(key)
+                for k, v in item.attrs.items():
+                    sub.attrs[k] = v
+                walk(item, sub)
+            else:
+                group.copy(item, into, name=key)
+
+    walk(src, dst)
+
+
+class Fixture:
+    """What a fixture holds, read with h5py: root attributes, /config, q, k, v as numpy
+    (bfloat16 as exact float32) and the names under /outputs and /timings."""
+
+    def __init__(self, path):
+        self.path = path
+        try:
+            f = h5py.File(path, "r")
+        except OSError as e:
+            raise CaptureError(f"{path}: /: not readable as HDF5 ({e})")
+        with f:
+            _fixture_geometry(f, path)
+            self.attrs = {k: _plain(v) for k, v in f.attrs.items()}
+            self.config = {k: _plain(v) for k, v in f["config"].attrs.items()}
+            self.config["segments"] = json.loads(self.config["segments"])
+            self.dtype = storage.storage_dtype(f["attention/q"])
+            self.q, self.k, self.v = (storage.read_array(f["attention/" + n]) for n in "qkv")
+            self.outputs = sorted(f["outputs"]) if "outputs" in f else []
+            self.timings = sorted(f["timings"]) if "timings" in f else []
+            self.block = sorted(_datasets(f["block"])) if "block" in f else []
+
+    @property
+    def softmax_scale(self):
+        return float(self.config.get("softmax_scale", self.config["head_dim"] ** -0.5))
+
+
+def _datasets(group):
+    names = []
+    group.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
+    return names
+
+
+def _plain(v):
+    if isinstance(v, bytes):
+        return v.decode()
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def read_fixture(path):
+    return Fixture(path)
+
+
+def read_tensor(path, dataset, torch=None):
+    """One dataset (e.g. "/outputs/exact/attention", "/block/stages/qkv"): numpy (bfloat16 as
+    float32), or a torch tensor in its storage type when the torch module is passed."""
+    with h5py.File(path, "r") as f:
+        if dataset not in f or not isinstance(f[dataset], h5py.Dataset):
+            raise CaptureError(f"{path}: {dataset}: no such dataset")
+        return storage.to_torch(f[dataset], torch) if torch else storage.read_array(f[dataset])
+
+
+def read_timings(path, name):
+    """(samples in ms, clock or None) of /timings/<name>."""
+    with h5py.File(path, "r") as f:
+        ds = f.get(f"timings/{name}")
+        if ds is None:
+            raise CaptureError(f"{path}: /timings/{name}: no such dataset")
+        return ds[()], _plain(ds.attrs["clock"]) if "clock" in ds.attrs else None

@@ -1,0 +1,99 @@
+"""Element types as fixtures store them (fixture-schema.md "Element types"): torch or numpy
+in, numpy as stored out, and back."""
+import numpy as np
+
+from .schema import CaptureError
+
+_NATIVE = {np.dtype(np.float16): "float16", np.dtype(np.float32): "float32",
+           np.dtype(np.float64): "float64", np.dtype(np.int8): "int8", np.dtype(np.uint8): "uint8",
+           np.dtype(np.int32): "int32", np.dtype(np.int64): "int64"}
+
+
+def is_torch(x):
+    return type(x).__module__.startswith("torch")
+
+
+def to_storage(x, bf16_bits=False):
+    """(numpy array as stored, dtype name) for a torch tensor or numpy array. bfloat16 becomes
+    its uint16 bits. bf16_bits: a numpy uint16 array already holds bfloat16 bit patterns."""
+    if is_torch(x):
+        import torch
+
+        t = x.detach().cpu().contiguous()
+        if t.dtype == torch.bfloat16:
+            return t.view(torch.int16).numpy().view(np.uint16), "bfloat16"
+        x = t.numpy()
+    a = np.ascontiguousarray(np.asarray(x))
+    if a.dtype.name == "bfloat16":  # ml_dtypes / jax numpy bfloat16
+        return a.view(np.uint16), "bfloat16"
+    if a.dtype == np.uint16:
+        if not bf16_bits:
+            raise CaptureError("uint16 array: pass bf16_bits=True if it holds bfloat16 bits")
+        return a, "bfloat16"
+    if a.dtype not in _NATIVE:
+        raise CaptureError(f"unsupported element type {a.dtype} (expected bfloat16, float16, "
+                           "float32, float64, int8, uint8, int32, int64)")
+    return a, _NATIVE[a.dtype]
+
+
+def bf16_bits_to_float32(bits):
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def float32_to_bf16_bits(a):
+    """Round-to-nearest-even float32 -> bfloat16 bits (NaN kept quiet), as torch does."""
+    u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(np.asarray(a, dtype=np.float32))
+    return np.where(nan, ((u >> 16) | 0x40).astype(np.uint16), rounded)
+
+
+def storage_dtype(ds):
+    """The element type a dataset holds: 'bfloat16' by attribute, else numpy's name."""
+    tag = ds.attrs.get("dtype")
+    if isinstance(tag, bytes):
+        tag = tag.decode()
+    if tag in ("bfloat16", "float16"):
+        if ds.dtype != np.uint16:
+            raise CaptureError(f"{ds.file.filename}: {ds.name}: dtype attribute {tag!r} on a "
+                               f"{ds.dtype} dataset (expected uint16)")
+        return tag
+    if ds.dtype == np.uint16:
+        raise CaptureError(f"{ds.file.filename}: {ds.name}: uint16 without dtype=\"bfloat16\"")
+    return ds.dtype.name
+
+
+def read_array(ds):
+    """A dataset's values as numpy: bfloat16 as float32 (exact), the rest as stored."""
+    kind, a = storage_dtype(ds), ds[()]
+    if kind == "bfloat16":
+        return bf16_bits_to_float32(a)
+    if kind == "float16" and a.dtype == np.uint16:
+        return a.view(np.float16)
+    return a
+
+
+def to_torch(ds, torch):
+    """A dataset as a torch tensor in its storage type (bfloat16 stays bfloat16)."""
+    kind, a = storage_dtype(ds), ds[()]
+    if kind == "bfloat16":
+        return torch.from_numpy(np.ascontiguousarray(a).view(np.int16)).view(torch.bfloat16)
+    if kind == "float16" and a.dtype == np.uint16:
+        a = a.view(np.float16)
+    return torch.from_numpy(np.ascontiguousarray(a))
+
+
+def cast_like(x, kind):
+    """x (torch or numpy) converted to storage type `kind` (what add_output stores)."""
+    if is_torch(x):
+        import torch
+
+        dt = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32,
+              "float64": torch.float64}[kind]
+        return to_storage(x.detach().to(dt))
+    a = np.asarray(x)
+    if kind == "bfloat16":
+        if a.dtype == np.uint16:
+            return to_storage(a, bf16_bits=True)
+        return float32_to_bf16_bits(a.astype(np.float32)), "bfloat16"
+    return to_storage(a.astype(kind))
