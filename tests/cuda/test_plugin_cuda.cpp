@@ -84,12 +84,17 @@ TEST_CASE("CUDA plugin: gate judges the example on device time beside crashing a
   std::map<std::string, nlohmann::json> by;
   for (const auto& c : rep["candidates"]) by[c["candidate"]] = c;
   REQUIRE(by.size() == 4);
-  // The example: judged, on the device clock, accurate by every accuracy rule.
+  // The example: judged, on the device clock, and by every accuracy rule as
+  // the float64 reference is (at ci, sage2 itself is 0.025 from exact, so both
+  // fail sage_like: the gate's verdict there is about sage2, not the plugin).
   CHECK_FALSE(by[good].contains("error"));
   CHECK(by[good]["details"]["stats"]["clock"] == "device_events");
   CHECK(by[good]["details"]["speed"]["level"].get<std::string>().find("device time") != std::string::npos);
+  CHECK(by[good]["details"]["vs_exact"]["rel_l2"].get<double>() < 4e-3);
+  std::map<std::string, std::string> exact_status;
+  for (const auto& o : by["exact_cuda"]["rules"]) exact_status[o["id"]] = o["status"];
   for (const auto& o : by[good]["rules"])
-    if (!o["builtin"].get<bool>() && o["id"] != "not_slower") CHECK(o["status"] == "pass");
+    if (!o["builtin"].get<bool>() && o["id"] != "not_slower") CHECK(o["status"] == exact_status[o["id"]]);
   // The device fault happened in the probe's process: exact_cuda, judged after
   // it in this one, still runs on a clean context.
   CHECK_FALSE(by["exact_cuda"].contains("error"));
