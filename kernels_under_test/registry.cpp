@@ -1,6 +1,7 @@
 #include "kernels_under_test/registry.hpp"
 
 #include "core/error.hpp"
+#include "kernels_under_test/plugin_backend.hpp"
 #include "kernels_under_test/stored_output.hpp"
 #include "reference/attention_exact.hpp"
 #include "reference/attention_sage2.hpp"
@@ -25,6 +26,8 @@ std::vector<std::pair<std::string, std::string>> attention_backend_kinds() {
 #endif
       {"stored", "an output stored in the fixture: stored:NAME reads /outputs/NAME/attention "
                  "(stored:observed reads /attention/observed) and /timings/NAME"},
+      {"plugin", "a kernel under test in a shared library (touchstone_kernel.h): plugin:PATH.so,key=value "
+                 "(keys go to the plugin; docs/plugins.md)"},
   };
 }
 
@@ -32,6 +35,8 @@ std::unique_ptr<AttentionBackend> make_attention_backend(const std::string& spec
                                                          const BackendContext& ctx) {
   // stored:NAME takes a name, not key=value pairs.
   if (spec.rfind("stored:", 0) == 0) return make_stored_backend(spec.substr(7), ctx.fixture_path);
+  // plugin:PATH takes a path first, then the plugin's own key=value pairs.
+  if (spec == "plugin" || spec.rfind("plugin:", 0) == 0) return make_plugin_backend(spec, ctx);
   BackendParams p = BackendParams::parse(spec);
   if (p.kind() == "exact") return make_exact_backend(p);
   if (p.kind() == "sage2") return make_sage2_backend(p);

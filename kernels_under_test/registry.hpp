@@ -5,6 +5,7 @@
 // whether they judge a reference emulation, a stored output or a GPU kernel.
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "reference/attention_problem.hpp"
@@ -12,7 +13,12 @@
 namespace ts {
 
 struct BackendContext {
+  BackendContext(std::string fixture = {}) : fixture_path(std::move(fixture)) {}  // implicit: {path} builds one
   std::string fixture_path;  // for stored:NAME (reads /outputs/NAME/attention, /timings/NAME)
+  // plugin:PATH probes the plugin on fixture_path in a child process running
+  // `probe_exe __plugin-probe` (the touchstone binary; "" = this executable).
+  std::string probe_exe;
+  double probe_timeout_s = 600;  // a probe still running after this is killed
 };
 
 std::unique_ptr<AttentionBackend> make_attention_backend(const std::string& spec,
