@@ -35,13 +35,13 @@ float round_to_dtype(float x, DType t) {
 
 std::vector<float> smoothing_mean(const HeadMajor& k, DType input_dtype) {
   std::vector<float> km(static_cast<size_t>(k.H * k.D), 0.0f);
-  const float n = static_cast<float>(k.S);
+  const float inv_n = 1.0f / static_cast<float>(k.S);
   for (int64_t h = 0; h < k.H; ++h) {
     std::vector<float> sum(static_cast<size_t>(k.D), 0.0f);
     const float* x = k.head(h);
     for (int64_t s = 0; s < k.S; ++s)
       for (int64_t d = 0; d < k.D; ++d) sum[d] += x[s * k.D + d];
-    for (int64_t d = 0; d < k.D; ++d) km[h * k.D + d] = round_to_dtype(sum[d] / n, input_dtype);
+    for (int64_t d = 0; d < k.D; ++d) km[h * k.D + d] = round_to_dtype(sum[d] * inv_n, input_dtype);
   }
   return km;
 }
@@ -60,19 +60,35 @@ int64_t ScaleLayout::index(int64_t s) const {
   return query ? (s / warp) * 8 + in_warp % 8 : (s / warp) * 4 + (in_warp % 8) / 2;
 }
 
+float gpu_rcp_of_constant(float c) {
+  // rcp.approx.ftz.f32 of the constants the quantisers divide by, read on the
+  // H200 (scripts/gpu-division-facts, 2026-12-01): each equals the correctly
+  // rounded reciprocal, so one rule covers them and any other scale_max.
+  return 1.0f / c;
+}
+
+namespace {
+// The per-group factors of the two INT8 recipes (quantize_int8 and the group
+// helpers share them).
+float warp_scale(float amax) { return amax * gpu_rcp_of_constant(127.0f); }
+float warp_mult(float amax) { return 127.0f * gpu_rcp(amax); }
+float thread_scale(float amax) { return amax * gpu_rcp_of_constant(127.0f) + 1e-7f; }
+}  // namespace
+
 float quant_group_per_warp(const float* x, int64_t n, int8_t* codes) {
   float amax = 1e-7f;
   for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
-  const float mult = 127.0f / amax;
+  const float mult = warp_mult(amax);
   for (int64_t i = 0; i < n; ++i) codes[i] = num::int8_rni_sat(x[i] * mult);
-  return amax / 127.0f;
+  return warp_scale(amax);
 }
 
 float quant_group_per_thread(const float* x, int64_t n, int8_t* codes) {
   float amax = 0.0f;
   for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
-  const float scale = amax / 127.0f + 1e-7f;
-  for (int64_t i = 0; i < n; ++i) codes[i] = num::int8_round_half_away_trunc(x[i] / scale);
+  const float scale = thread_scale(amax);
+  const float mult = gpu_rcp(scale);
+  for (int64_t i = 0; i < n; ++i) codes[i] = num::int8_round_half_away_trunc(x[i] * mult);
   return scale;
 }
 
@@ -104,8 +120,8 @@ Int8Tensor quantize_int8(const HeadMajor& x, const ScaleLayout& layout) {
     float* sc = q.scales.data() + h * q.n_scales;
     std::vector<float> mult(static_cast<size_t>(q.n_scales));
     for (int64_t g = 0; g < q.n_scales; ++g) {
-      sc[g] = warp ? amax[g] / 127.0f : amax[g] / 127.0f + 1e-7f;
-      mult[g] = 127.0f / amax[g];
+      sc[g] = warp ? warp_scale(amax[g]) : thread_scale(amax[g]);
+      mult[g] = warp ? warp_mult(amax[g]) : gpu_rcp(sc[g]);
     }
     int8_t* c = q.codes.data() + h * x.S * x.D;
     for (int64_t s = 0; s < x.S; ++s) {
@@ -113,7 +129,7 @@ Int8Tensor quantize_int8(const HeadMajor& x, const ScaleLayout& layout) {
       for (int64_t d = 0; d < x.D; ++d) {
         const float v = xh[s * x.D + d];
         c[s * x.D + d] = warp ? num::int8_rni_sat(v * mult[g])
-                              : num::int8_round_half_away_trunc(v / sc[g]);
+                              : num::int8_round_half_away_trunc(v * mult[g]);
       }
     }
   }
@@ -154,8 +170,8 @@ Fp8V quantize_v_fp8(const HeadMajor& v, float scale_max) {
         ++f.zero_channels;
         continue;  // scale 0, codes 0: the channel's output is exactly 0
       }
-      f.scales[h * v.D + d] = amax[d] / scale_max;
-      mult[d] = scale_max / amax[d];  // the kernel multiplies by the reciprocal
+      f.scales[h * v.D + d] = amax[d] * gpu_rcp_of_constant(scale_max);
+      mult[d] = scale_max * gpu_rcp(amax[d]);
     }
     uint8_t* c = f.codes.data() + h * v.S * v.D;
     float* val = f.values.data() + h * v.S * v.D;

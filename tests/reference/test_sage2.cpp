@@ -157,13 +157,15 @@ TEST_CASE("sage2 scale arrays have the kernels' padded shapes and values") {
           float amax = warp ? 1e-7f : 0.0f;
           for (int64_t s : toks)
             for (int64_t d = 0; d < D; ++d) amax = std::max(amax, std::fabs(value(s, d)));
-          const float expect = warp ? amax / 127.0f : amax / 127.0f + 1e-7f;
+          // The kernels divide by multiplying with a reciprocal (fast math, Triton div.full).
+          const float r127 = 1.0f / 127.0f;
+          const float expect = warp ? amax * r127 : amax * r127 + 1e-7f;
           REQUIRE(scales.data[h * n + g] == expect);
           for (int64_t s : toks)
             for (int64_t d = 0; d < D; ++d) {
               const float x = value(s, d);
-              const int8_t code = warp ? num::int8_rni_sat(x * (127.0f / amax))
-                                       : num::int8_round_half_away_trunc(x / expect);
+              const int8_t code = warp ? num::int8_rni_sat(x * (127.0f * (1.0f / amax)))
+                                       : num::int8_round_half_away_trunc(x * (1.0f / expect));
               REQUIRE(codes.data[(s * H + h) * D + d] == code);
             }
         }
@@ -183,13 +185,15 @@ TEST_CASE("sage2 quantiser rounding recipes on hand cases") {
     const int8_t expect[] = {127, 2, -2, 4, 0, 0, 2, -126};
     for (int i = 0; i < 8; ++i) CHECK(int(c[i]) == int(expect[i]));
   }
-  // per_thread: scale = 63.5/127 + 1e-7; find x with x / scale == 2.5 exactly,
-  // which the Triton recipe rounds away from zero.
+  // per_thread: scale = 63.5*rcp(127) + 1e-7; find x with x * rcp(scale) == 2.5
+  // exactly (the kernel multiplies by the reciprocal), which the Triton recipe
+  // rounds away from zero.
   {
-    const float scale = 63.5f / 127.0f + 1e-7f;
+    const float scale = 63.5f * (1.0f / 127.0f) + 1e-7f;
+    const float mult = 1.0f / scale;
     float x = 2.5f * scale;
-    for (int i = 0; i < 8 && x / scale != 2.5f; ++i) x = std::nextafter(x, 0.0f);
-    REQUIRE(x / scale == 2.5f);
+    for (int i = 0; i < 8 && x * mult != 2.5f; ++i) x = std::nextafter(x, 0.0f);
+    REQUIRE(x * mult == 2.5f);
     const float xs[] = {63.5f, x, -x, 0.0f};
     int8_t c[4];
     CHECK(sage2::quant_group_per_thread(xs, 4, c) == scale);
@@ -198,11 +202,11 @@ TEST_CASE("sage2 quantiser rounding recipes on hand cases") {
     CHECK(int(c[2]) == -3);
     CHECK(int(c[3]) == 0);
   }
-  // An empty (padded) group: per_warp 1e-7/127, per_thread 1e-7.
+  // An empty (padded) group: per_warp 1e-7*rcp(127), per_thread 1e-7.
   {
     int8_t c[1];
     const float z[] = {0.0f};
-    CHECK(sage2::quant_group_per_warp(z, 1, c) == 1e-7f / 127.0f);
+    CHECK(sage2::quant_group_per_warp(z, 1, c) == 1e-7f * (1.0f / 127.0f));
     CHECK(sage2::quant_group_per_thread(z, 1, c) == 1e-7f);
   }
 }
