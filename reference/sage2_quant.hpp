@@ -66,7 +66,7 @@ inline float gpu_rcp(float x) { return 1.0f / x; }
 // Group recipes on a flat list of values (exposed for the rounding tests).
 // per_warp: amax starts at 1e-7, scale = amax*rcp(127), code = rni.sat(x * (127*rcp(amax))).
 float quant_group_per_warp(const float* x, int64_t n, int8_t* codes);
-// per_thread: scale = amax*rcp(127) + 1e-7, code = trunc(x*rcp(scale) + 0.5*sign(x)).
+// per_thread: scale = fma(amax, rcp(127), 1e-7), code = trunc(x*rcp(scale) + 0.5*sign(x)).
 float quant_group_per_thread(const float* x, int64_t n, int8_t* codes);
 
 // Quantises x (already smoothed for K) by `layout`; padded groups without a

@@ -159,7 +159,7 @@ TEST_CASE("sage2 scale arrays have the kernels' padded shapes and values") {
             for (int64_t d = 0; d < D; ++d) amax = std::max(amax, std::fabs(value(s, d)));
           // The kernels divide by multiplying with a reciprocal (fast math, Triton div.full).
           const float r127 = 1.0f / 127.0f;
-          const float expect = warp ? amax * r127 : amax * r127 + 1e-7f;
+          const float expect = warp ? amax * r127 : std::fma(amax, r127, 1e-7f);
           REQUIRE(scales.data[h * n + g] == expect);
           for (int64_t s : toks)
             for (int64_t d = 0; d < D; ++d) {
@@ -185,14 +185,19 @@ TEST_CASE("sage2 quantiser rounding recipes on hand cases") {
     const int8_t expect[] = {127, 2, -2, 4, 0, 0, 2, -126};
     for (int i = 0; i < 8; ++i) CHECK(int(c[i]) == int(expect[i]));
   }
-  // per_thread: scale = 63.5*rcp(127) + 1e-7; find x with x * rcp(scale) == 2.5
-  // exactly (the kernel multiplies by the reciprocal), which the Triton recipe
-  // rounds away from zero.
+  // per_thread: scale = fma(63.5, rcp(127), 1e-7); find x with x * rcp(scale)
+  // == 2.5 exactly (the kernel multiplies by the reciprocal), which the Triton
+  // recipe rounds away from zero.
   {
-    const float scale = 63.5f * (1.0f / 127.0f) + 1e-7f;
+    const float scale = std::fma(63.5f, 1.0f / 127.0f, 1e-7f);
     const float mult = 1.0f / scale;
-    float x = 2.5f * scale;
-    for (int i = 0; i < 8 && x * mult != 2.5f; ++i) x = std::nextafter(x, 0.0f);
+    // Floats near 2.5*scale, nearest first, until one lands on the tie.
+    float x = 2.5f * scale, lo = x, hi = x;
+    for (int i = 0; i < 64 && x * mult != 2.5f; ++i) {
+      lo = std::nextafter(lo, 0.0f);
+      hi = std::nextafter(hi, 4.0f);
+      x = lo * mult == 2.5f ? lo : hi;
+    }
     REQUIRE(x * mult == 2.5f);
     const float xs[] = {63.5f, x, -x, 0.0f};
     int8_t c[4];
@@ -201,6 +206,21 @@ TEST_CASE("sage2 quantiser rounding recipes on hand cases") {
     CHECK(int(c[1]) == 3);
     CHECK(int(c[2]) == -3);
     CHECK(int(c[3]) == 0);
+    // The same tie through quantize_int8, the path the emulation runs.
+    sage2::HeadMajor hm;
+    hm.H = 1, hm.S = 1, hm.D = 4, hm.x = {63.5f, x, -x, 0.0f};
+    const auto t = sage2::quantize_int8(hm, {sage2::Granularity::per_thread, true, 128, 32});
+    CHECK(t.scales[0] == scale);
+    CHECK(int(t.codes[1]) == 3);
+    CHECK(int(t.codes[2]) == -3);
+  }
+  // per_warp ties through quantize_int8: to even, as cvt.rni.
+  {
+    sage2::HeadMajor hm;
+    hm.H = 1, hm.S = 1, hm.D = 8, hm.x = {127.0f, 2.5f, -2.5f, 3.5f, 0.5f, -0.5f, 1.5f, -126.5f};
+    const auto t = sage2::quantize_int8(hm, {sage2::Granularity::per_warp, true, 128, 32});
+    const int8_t expect[] = {127, 2, -2, 4, 0, 0, 2, -126};
+    for (int i = 0; i < 8; ++i) CHECK(int(t.codes[i]) == int(expect[i]));
   }
   // An empty (padded) group: per_warp 1e-7*rcp(127), per_thread 1e-7.
   {
