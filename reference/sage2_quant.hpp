@@ -55,18 +55,18 @@ struct Int8Tensor {
 
 // Division as the kernels do it. SageAttention's CUDA is built with
 // --use_fast_math, so its `a / b` is div.approx.ftz.f32, a * rcp.approx(b);
-// Triton lowers a float32 `/` to div.full.f32, the same product for these
-// operands. rcp.approx of a constant is a fixed float (gpu_rcp_of_constant);
-// of data (an amax, a scale) it is emulated by the correctly rounded
-// reciprocal, which the hardware's differs from by one ulp on some mantissas
-// (docs/emulation.md "Division on the GPU" has the measured figures).
-float gpu_rcp_of_constant(float c);
-inline float gpu_rcp(float x) { return 1.0f / x; }
+// Triton lowers a float32 `/` to div.full.f32, the same product (measured).
+// gpu_rcp is rcp.approx.ftz.f32: bit-exact (a measured table) for inputs
+// whose mantissa fits bf16, as the amax of bf16 data and the constants 127,
+// 2.25 and 448 do; the correctly rounded reciprocal otherwise, which the
+// hardware's differs from by one ulp on 13 % of mantissas
+// (docs/emulation.md "Division on the GPU").
+float gpu_rcp(float x);
 
 // Group recipes on a flat list of values (exposed for the rounding tests).
 // per_warp: amax starts at 1e-7, scale = amax*rcp(127), code = rni.sat(x * (127*rcp(amax))).
 float quant_group_per_warp(const float* x, int64_t n, int8_t* codes);
-// per_thread: scale = fma(amax, rcp(127), 1e-7), code = trunc(x*rcp(scale) + 0.5*sign(x)).
+// per_thread: scale = fma(amax, f32(1/127), 1e-7), code = trunc(x*rcp(scale) + 0.5*sign(x)).
 float quant_group_per_thread(const float* x, int64_t n, int8_t* codes);
 
 // Quantises x (already smoothed for K) by `layout`; padded groups without a

@@ -164,8 +164,8 @@ TEST_CASE("sage2 scale arrays have the kernels' padded shapes and values") {
           for (int64_t s : toks)
             for (int64_t d = 0; d < D; ++d) {
               const float x = value(s, d);
-              const int8_t code = warp ? num::int8_rni_sat(x * (127.0f * (1.0f / amax)))
-                                       : num::int8_round_half_away_trunc(x * (1.0f / expect));
+              const int8_t code = warp ? num::int8_rni_sat(x * (127.0f * sage2::gpu_rcp(amax)))
+                                       : num::int8_round_half_away_trunc(x * sage2::gpu_rcp(expect));
               REQUIRE(codes.data[(s * H + h) * D + d] == code);
             }
         }
@@ -190,7 +190,7 @@ TEST_CASE("sage2 quantiser rounding recipes on hand cases") {
   // recipe rounds away from zero.
   {
     const float scale = std::fma(63.5f, 1.0f / 127.0f, 1e-7f);
-    const float mult = 1.0f / scale;
+    const float mult = sage2::gpu_rcp(scale);
     // Floats near 2.5*scale, nearest first, until one lands on the tie.
     float x = 2.5f * scale, lo = x, hi = x;
     for (int i = 0; i < 64 && x * mult != 2.5f; ++i) {
@@ -229,6 +229,28 @@ TEST_CASE("sage2 quantiser rounding recipes on hand cases") {
     CHECK(sage2::quant_group_per_warp(z, 1, c) == 1e-7f * (1.0f / 127.0f));
     CHECK(sage2::quant_group_per_thread(z, 1, c) == 1e-7f);
   }
+}
+
+TEST_CASE("sage2 gpu_rcp is the H200's rcp.approx on bf16 mantissas, correctly rounded elsewhere") {
+  // Measured: 1/(1 + 4/128) comes out one ulp below the correctly rounded
+  // value, 1/(1 + 6/128) one above, 1/(1 + 5/128) equal to it.
+  const float cr4 = 1.0f / (1.0f + 4.0f / 128.0f), cr6 = 1.0f / (1.0f + 6.0f / 128.0f);
+  CHECK(sage2::gpu_rcp(1.0f + 4.0f / 128.0f) == std::nextafter(cr4, 0.0f));
+  CHECK(sage2::gpu_rcp(1.0f + 6.0f / 128.0f) == std::nextafter(cr6, 1.0f));
+  CHECK(sage2::gpu_rcp(1.0f + 5.0f / 128.0f) == 1.0f / (1.0f + 5.0f / 128.0f));
+  // The constants the quantisers divide by: the correctly rounded reciprocals.
+  for (float c : {127.0f, 2.25f, 448.0f, 1.0f}) CHECK(sage2::gpu_rcp(c) == 1.0f / c);
+  // Every binade and sign scales the same table.
+  for (int m = 0; m < 128; ++m) {
+    const float x = 1.0f + static_cast<float>(m) / 128.0f;
+    const float r = sage2::gpu_rcp(x);
+    CHECK(std::fabs(r - 1.0f / x) <= std::nextafter(r, 2.0f) - r);  // within an ulp
+    CHECK(sage2::gpu_rcp(std::ldexp(x, 40)) == std::ldexp(r, -40));
+    CHECK(sage2::gpu_rcp(-std::ldexp(x, -90)) == -std::ldexp(r, 90));
+  }
+  // Not a bf16 mantissa: correctly rounded.
+  const float odd = 1.0f + std::ldexp(1.0f, -20);
+  CHECK(sage2::gpu_rcp(odd) == 1.0f / odd);
 }
 
 TEST_CASE("sage2 accumulation roundings are single roundings of the exact sum") {
