@@ -116,11 +116,11 @@ void attend_tile(const Sage2Prepared& pr, const Sage2Config& c, float sm_scale, 
     }
   }
 
-  // Finish: O = acc / denominator * v_scale[channel], float32, then bf16.
+  // Finish: O = acc * (1/denominator) * v_scale[channel], float32, then bf16.
   const float* vs = c.quant_v ? pr.v8.scales.data() + h * D : nullptr;
   for (int64_t r = 0; r < nr; ++r)
     for (int64_t d = 0; d < D; ++d) {
-      float o = acc(r, d) / den[r];
+      float o = sage2::normalize(acc(r, d), den[r]);
       if (vs) o = o * vs[d];
       out.data[((r0 + r) * pr.H + h) * D + d] = c.round_out ? num::bf16_round(o) : o;
     }

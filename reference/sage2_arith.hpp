@@ -47,6 +47,11 @@ TS_HD inline float softmax_step(const float* s, float* p, int64_t nk, float& m, 
   return oscale;
 }
 
+// Step 7's normalisation: the kernel multiplies each output by rcp.approx(den)
+// (normalize_d), not a division; the correctly rounded reciprocal stands in
+// for rcp.approx (docs/emulation.md "Division on the GPU").
+TS_HD inline float normalize(float acc, float den) { return acc * (1.0f / den); }
+
 // Correctly rounded float32 of the exact sum a + b (both float64): TwoSum
 // decides the rare halfway case that a plain (float)(a + b) could round twice.
 TS_HD inline float f32_of_sum(double a, double b) {

@@ -27,7 +27,8 @@ HeadMajor to_head_major(const BSHDView& v);
 float round_to_dtype(float x, DType t);
 
 // km[h][d]: mean of K over all tokens, float32 accumulation in token order,
-// divided by S in float32, rounded to the input dtype (torch's k.mean()).
+// times f32(1/S) (torch's CUDA mean multiplies by that factor), rounded to the
+// input dtype (torch's k.mean()).
 std::vector<float> smoothing_mean(const HeadMajor& k, DType input_dtype);
 
 // Which scale a token uses, and how many scales the kernel's padded array holds.
@@ -52,10 +53,20 @@ struct Int8Tensor {
   }
 };
 
+// Division as the kernels do it. SageAttention's CUDA is built with
+// --use_fast_math, so its `a / b` is div.approx.ftz.f32, a * rcp.approx(b);
+// Triton lowers a float32 `/` to div.full.f32, the same product (measured).
+// gpu_rcp is rcp.approx.ftz.f32: bit-exact (a measured table) for inputs
+// whose mantissa fits bf16, as the amax of bf16 data and the constants 127,
+// 2.25 and 448 do; the correctly rounded reciprocal otherwise, which the
+// hardware's differs from by one ulp on 13 % of mantissas
+// (docs/emulation.md "Division on the GPU").
+float gpu_rcp(float x);
+
 // Group recipes on a flat list of values (exposed for the rounding tests).
-// per_warp: amax starts at 1e-7, scale = amax/127, code = rni.sat(x * (127/amax)).
+// per_warp: amax starts at 1e-7, scale = amax*rcp(127), code = rni.sat(x * (127*rcp(amax))).
 float quant_group_per_warp(const float* x, int64_t n, int8_t* codes);
-// per_thread: scale = amax/127 + 1e-7, code = trunc(x/scale + 0.5*sign(x)).
+// per_thread: scale = fma(amax, f32(1/127), 1e-7), code = trunc(x*rcp(scale) + 0.5*sign(x)).
 float quant_group_per_thread(const float* x, int64_t n, int8_t* codes);
 
 // Quantises x (already smoothed for K) by `layout`; padded groups without a
@@ -76,7 +87,7 @@ struct Fp8V {
   std::vector<float> scales;   // [H][D]; 0 for an all-zero channel
   int64_t zero_channels = 0;
 };
-// amax = max|v|; v_scale = amax/scale_max; code = e4m3(v * (scale_max/amax)).
+// amax = max|v|; v_scale = amax*rcp(scale_max); code = e4m3(v * (scale_max*rcp(amax))).
 // An all-zero channel (where the real kernel divides by zero) gets scale 0 and
 // codes 0, so its output channel is exactly 0.
 Fp8V quantize_v_fp8(const HeadMajor& v, float scale_max);

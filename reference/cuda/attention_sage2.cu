@@ -104,7 +104,7 @@ __global__ void sage2_tile_kernel(Args a) {
   for (long long e = threadIdx.x; e < nr * D; e += blockDim.x) {
     const int r = static_cast<int>(e / D);
     const long long d = e % D, i = ((r0 + r) * H + h) * D + d;
-    float o = a.acc[i] / den[r];
+    float o = sage2::normalize(a.acc[i], den[r]);
     if (a.vs) o = o * a.vs[h * D + d];
     a.out[i] = o;
   }

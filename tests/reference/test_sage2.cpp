@@ -157,13 +157,15 @@ TEST_CASE("sage2 scale arrays have the kernels' padded shapes and values") {
           float amax = warp ? 1e-7f : 0.0f;
           for (int64_t s : toks)
             for (int64_t d = 0; d < D; ++d) amax = std::max(amax, std::fabs(value(s, d)));
-          const float expect = warp ? amax / 127.0f : amax / 127.0f + 1e-7f;
+          // The kernels divide by multiplying with a reciprocal (fast math, Triton div.full).
+          const float r127 = 1.0f / 127.0f;
+          const float expect = warp ? amax * r127 : std::fma(amax, r127, 1e-7f);
           REQUIRE(scales.data[h * n + g] == expect);
           for (int64_t s : toks)
             for (int64_t d = 0; d < D; ++d) {
               const float x = value(s, d);
-              const int8_t code = warp ? num::int8_rni_sat(x * (127.0f / amax))
-                                       : num::int8_round_half_away_trunc(x / expect);
+              const int8_t code = warp ? num::int8_rni_sat(x * (127.0f * sage2::gpu_rcp(amax)))
+                                       : num::int8_round_half_away_trunc(x * sage2::gpu_rcp(expect));
               REQUIRE(codes.data[(s * H + h) * D + d] == code);
             }
         }
@@ -183,13 +185,20 @@ TEST_CASE("sage2 quantiser rounding recipes on hand cases") {
     const int8_t expect[] = {127, 2, -2, 4, 0, 0, 2, -126};
     for (int i = 0; i < 8; ++i) CHECK(int(c[i]) == int(expect[i]));
   }
-  // per_thread: scale = 63.5/127 + 1e-7; find x with x / scale == 2.5 exactly,
-  // which the Triton recipe rounds away from zero.
+  // per_thread: scale = fma(63.5, rcp(127), 1e-7); find x with x * rcp(scale)
+  // == 2.5 exactly (the kernel multiplies by the reciprocal), which the Triton
+  // recipe rounds away from zero.
   {
-    const float scale = 63.5f / 127.0f + 1e-7f;
-    float x = 2.5f * scale;
-    for (int i = 0; i < 8 && x / scale != 2.5f; ++i) x = std::nextafter(x, 0.0f);
-    REQUIRE(x / scale == 2.5f);
+    const float scale = std::fma(63.5f, 1.0f / 127.0f, 1e-7f);
+    const float mult = sage2::gpu_rcp(scale);
+    // Floats near 2.5*scale, nearest first, until one lands on the tie.
+    float x = 2.5f * scale, lo = x, hi = x;
+    for (int i = 0; i < 64 && x * mult != 2.5f; ++i) {
+      lo = std::nextafter(lo, 0.0f);
+      hi = std::nextafter(hi, 4.0f);
+      x = lo * mult == 2.5f ? lo : hi;
+    }
+    REQUIRE(x * mult == 2.5f);
     const float xs[] = {63.5f, x, -x, 0.0f};
     int8_t c[4];
     CHECK(sage2::quant_group_per_thread(xs, 4, c) == scale);
@@ -197,14 +206,51 @@ TEST_CASE("sage2 quantiser rounding recipes on hand cases") {
     CHECK(int(c[1]) == 3);
     CHECK(int(c[2]) == -3);
     CHECK(int(c[3]) == 0);
+    // The same tie through quantize_int8, the path the emulation runs.
+    sage2::HeadMajor hm;
+    hm.H = 1, hm.S = 1, hm.D = 4, hm.x = {63.5f, x, -x, 0.0f};
+    const auto t = sage2::quantize_int8(hm, {sage2::Granularity::per_thread, true, 128, 32});
+    CHECK(t.scales[0] == scale);
+    CHECK(int(t.codes[1]) == 3);
+    CHECK(int(t.codes[2]) == -3);
   }
-  // An empty (padded) group: per_warp 1e-7/127, per_thread 1e-7.
+  // per_warp ties through quantize_int8: to even, as cvt.rni.
+  {
+    sage2::HeadMajor hm;
+    hm.H = 1, hm.S = 1, hm.D = 8, hm.x = {127.0f, 2.5f, -2.5f, 3.5f, 0.5f, -0.5f, 1.5f, -126.5f};
+    const auto t = sage2::quantize_int8(hm, {sage2::Granularity::per_warp, true, 128, 32});
+    const int8_t expect[] = {127, 2, -2, 4, 0, 0, 2, -126};
+    for (int i = 0; i < 8; ++i) CHECK(int(t.codes[i]) == int(expect[i]));
+  }
+  // An empty (padded) group: per_warp 1e-7*rcp(127), per_thread 1e-7.
   {
     int8_t c[1];
     const float z[] = {0.0f};
-    CHECK(sage2::quant_group_per_warp(z, 1, c) == 1e-7f / 127.0f);
+    CHECK(sage2::quant_group_per_warp(z, 1, c) == 1e-7f * (1.0f / 127.0f));
     CHECK(sage2::quant_group_per_thread(z, 1, c) == 1e-7f);
   }
+}
+
+TEST_CASE("sage2 gpu_rcp is the H200's rcp.approx on bf16 mantissas, correctly rounded elsewhere") {
+  // Measured: 1/(1 + 4/128) comes out one ulp below the correctly rounded
+  // value, 1/(1 + 6/128) one above, 1/(1 + 5/128) equal to it.
+  const float cr4 = 1.0f / (1.0f + 4.0f / 128.0f), cr6 = 1.0f / (1.0f + 6.0f / 128.0f);
+  CHECK(sage2::gpu_rcp(1.0f + 4.0f / 128.0f) == std::nextafter(cr4, 0.0f));
+  CHECK(sage2::gpu_rcp(1.0f + 6.0f / 128.0f) == std::nextafter(cr6, 1.0f));
+  CHECK(sage2::gpu_rcp(1.0f + 5.0f / 128.0f) == 1.0f / (1.0f + 5.0f / 128.0f));
+  // The constants the quantisers divide by: the correctly rounded reciprocals.
+  for (float c : {127.0f, 2.25f, 448.0f, 1.0f}) CHECK(sage2::gpu_rcp(c) == 1.0f / c);
+  // Every binade and sign scales the same table.
+  for (int m = 0; m < 128; ++m) {
+    const float x = 1.0f + static_cast<float>(m) / 128.0f;
+    const float r = sage2::gpu_rcp(x);
+    CHECK(std::fabs(r - 1.0f / x) <= std::nextafter(r, 2.0f) - r);  // within an ulp
+    CHECK(sage2::gpu_rcp(std::ldexp(x, 40)) == std::ldexp(r, -40));
+    CHECK(sage2::gpu_rcp(-std::ldexp(x, -90)) == -std::ldexp(r, 90));
+  }
+  // Not a bf16 mantissa: correctly rounded.
+  const float odd = 1.0f + std::ldexp(1.0f, -20);
+  CHECK(sage2::gpu_rcp(odd) == 1.0f / odd);
 }
 
 TEST_CASE("sage2 accumulation roundings are single roundings of the exact sum") {
