@@ -73,7 +73,7 @@ struct BlockOptions {
   std::vector<std::string> keep;
 };
 
-// Output group name of a run: "block_fp64_exact", "block_nvfp4-te_sage2_sm121".
+// Output group name of a run: "block_fp64_exact", "block_nvfp4-te_sage2_<preset>".
 std::string block_output_name(const BlockOptions& opts, const std::string& attention_name);
 nlohmann::json block_params(const BlockOptions& opts, const AttentionBackend& attention);
 
