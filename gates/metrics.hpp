@@ -1,5 +1,5 @@
 #pragma once
-// The metrics of gates.md, accumulated in float64. `a` is the candidate, `b`
+// The metrics of docs/metrics.md, accumulated in float64. `a` is the candidate, `b`
 // what it is compared against. NaN never passes: any non-finite value in `a`
 // is counted and makes every accuracy rule fail (see gates/rules).
 #include <cstdint>
@@ -36,13 +36,13 @@ struct MetricSet {
   // bit for bit, where rel_l2 would hide a systematic one-ulp offset.
   double identical_fraction = 0;
 
-  // Value of a metric by its gates.md name ("rel_l2", "cosine", ...); nullopt
+  // Value of a metric by its docs/metrics.md name ("rel_l2", "cosine", ...); nullopt
   // when undefined. Throws InputError for an unknown name.
   std::optional<double> get(const std::string& name) const;
   nlohmann::json to_json() const;
 };
 
-// Names accepted by MetricSet::get, in gates.md's order (then `gain`).
+// Names accepted by MetricSet::get, in docs/metrics.md's order.
 const std::vector<std::string>& metric_names();
 // Figures of the worst group of a breakdown (docs/metrics.md), so that one
 // head, query block or frame cannot hide in the whole tensor's average:
@@ -60,7 +60,7 @@ MetricSet compute_metrics(const Tensor& a, const Tensor& b);
 // Same, with ulp_max counted at `storage` instead of a.dtype.
 MetricSet compute_metrics(const Tensor& a, const Tensor& b, DType storage);
 
-// Every metric by name, for the verdict: the gates.md names (undefined ones
+// Every metric by name, for the verdict: the docs/metrics.md names (undefined ones
 // present as nullopt) plus "nonfinite_ref" and "zero_fraction_ref".
 std::map<std::string, std::optional<double>> metric_map(const MetricSet& m);
 

@@ -1,6 +1,5 @@
 #pragma once
-// CPU emulation of SageAttention 2.2.0 (numerics.md "Attention: the sage2
-// family"): INT8 Q/K with K smoothing, exp2 online softmax per key block with
+// CPU emulation of SageAttention 2.2.0 (docs/emulation.md "sage2"): INT8 Q/K with K smoothing, exp2 online softmax per key block with
 // the 8.807 offset, FP8 P and V, and the kernels' accumulation modes.
 #include <memory>
 #include <string>

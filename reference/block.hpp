@@ -31,7 +31,7 @@ const std::vector<std::string>& block_stage_names();
 // Indices into the six modulation vectors of a row of /block/modulation.
 enum ModIndex : int { kShiftMsa = 0, kScaleMsa, kGateMsa, kShiftMlp, kScaleMlp, kGateMlp };
 
-// What /block of a fixture holds as inputs (fixture-schema.md).
+// What /block of a fixture holds as inputs (docs/fixture-format.md).
 struct BlockInputs {
   BlockConfig config;
   Tensor x;                             // [S, M]

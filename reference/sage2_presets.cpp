@@ -22,7 +22,7 @@ Sage2Config knobs(sage2::Granularity g, int64_t blkq, int64_t warpq, int64_t blk
 const std::vector<Sage2Preset>& sage2_presets() {
   using G = sage2::Granularity;
   using A = Sage2Accum;
-  // The table (numerics.md item 9). Columns: granularity, BLKQ, WARPQ, BLKK,
+  // The table (docs/emulation.md "sage2"). Columns: granularity, BLKQ, WARPQ, BLKK,
   // WARPK, online-softmax key block, accumulation, FP8 V scale_max. 2.25
   // keeps the fp16 partial sums of 64 products below 65504.
   // sage2 presets table: begin

@@ -67,7 +67,7 @@ int run(const Opts& o) {
   writes.push_back({group + "/attention", r.out, ts::output_attrs(backend->name(), backend->params(), ms, more)});
   for (auto& [key, t] : r.intermediates) {
     nlohmann::json attrs = ts::output_attrs(backend->name(), backend->params(), std::nullopt);
-    // fixture-schema.md: quantised data names its scale dataset (q_int8 -> q_scale).
+    // docs/fixture-format.md: quantised data names its scale dataset (q_int8 -> q_scale).
     const bool int8 = key.size() > 5 && key.ends_with("_int8"), fp8 = key.size() > 4 && key.ends_with("_fp8");
     if (int8 || fp8) {
       const std::string scale = key.substr(0, key.rfind('_')) + "_scale";
