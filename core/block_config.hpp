@@ -1,5 +1,5 @@
 #pragma once
-// The block's geometry as /config of a fixture describes it (fixture-schema.md),
+// The block's geometry as /config of a fixture describes it (docs/fixture-format.md),
 // and the presets of block.md. Shared by fixtures, the reference and the gates.
 #include <cstdint>
 #include <string>
@@ -30,7 +30,7 @@ struct BlockConfig {
   int64_t tokens() const;        // S: sum of segment lengths
   int64_t video_tokens() const;  // grid_t * grid_h * grid_w
 
-  // Checks every rule of fixture-schema.md that /config alone decides
+  // Checks every rule of docs/fixture-format.md that /config alone decides
   // (segments cover [0, S) without gap or overlap, rope_rot_dims even and
   // <= head_dim, head_dim even, rope_freqs_per_axis = rope_rot_dims / 6, ...).
   // Throws InputError naming `where` and the rule.

@@ -1,5 +1,5 @@
 #pragma once
-// Errors that carry the exit code the CLI must return (gates.md: 2 invalid
+// Errors that carry the exit code the CLI must return (README.md "The command line": 2 invalid
 // input, 3 internal error). Messages are one line and name what and where.
 #include <stdexcept>
 #include <string>

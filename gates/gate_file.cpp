@@ -38,7 +38,7 @@ GateRule parse_rule(const nlohmann::json& j, const std::string& where, const std
   GateRule rule;
   rule.id = r.req_string("id");
   rule.metric = r.req_string("metric");
-  const auto& names = metric_names();
+  const auto& names = gate_metric_names();
   if (!rule.is_speed() && std::find(names.begin(), names.end(), rule.metric) == names.end()) {
     std::string list;
     for (const auto& n : names) list += n + ", ";

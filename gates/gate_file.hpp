@@ -1,5 +1,5 @@
 #pragma once
-// touchstone.gate/1 (gates.md): what a backend must satisfy to be accepted.
+// touchstone.gate/1 (gates/README.md "Gate files"): what a backend must satisfy to be accepted.
 // Parsing is strict: an unknown key, metric or tensor, a rule without a
 // bound, a wrong type, empty rules or a repeated id is an InputError naming
 // the file and JSON path.

@@ -1,6 +1,6 @@
 #pragma once
-// Maps a benchmark report of the seed's layout (../shared/seed/
-// gb10_sage2_vs_sol_block24.json) to touchstone.measurements/1. Generic over
+// Maps a benchmark report of the seed's layout (a copy is
+// tests/gates/data/gb10_sage2_vs_sol_block24.json) to touchstone.measurements/1. Generic over
 // the numbers and backend names: gates/README.md lists the rules.
 #include <string>
 #include <vector>

@@ -14,7 +14,7 @@ namespace ts {
 namespace {
 
 bool is_metric_name(const std::string& q) {
-  const auto& n = metric_names();
+  const auto& n = gate_metric_names();
   return std::find(n.begin(), n.end(), q) != n.end() || q == "nonfinite_ref" ||
          q == "zero_fraction_ref";
 }

@@ -53,7 +53,7 @@ struct TimingSource {
 };
 std::vector<TimingSource> timing_precedence(const std::string& tensor);
 
-// Resolves the gate's baseline spec ("sage2:preset=sm121") to a backend of
+// Resolves the gate's baseline spec ("sage2:preset=NAME") to a backend of
 // the file: exact name first, then the spec's kind ("sage2"). InputError if none.
 std::string resolve_measured_baseline(const MeasurementsFile& m, const std::string& baseline_spec);
 

@@ -69,6 +69,7 @@ struct Acc {
     // when b is non-finite; a non-finite `a` propagates NaN/Inf into it.
     if (b2 > 0) m.rel_l2 = std::sqrt(d2) / std::sqrt(b2);
     if (b2 > 0 && a2 > 0) m.cosine = ab / (std::sqrt(a2) * std::sqrt(b2));
+    if (b2 > 0) m.gain = ab / b2;
     if (absb > 0) m.rel_l1 = absd / absb;
     m.rmse = std::sqrt(d2 / dn);
     m.max_abs = max_absd;
@@ -188,6 +189,7 @@ std::map<std::string, std::optional<double>> metric_map(const MetricSet& m) {
           {"zero_fraction", m.count ? std::optional<double>(m.zero_fraction) : std::nullopt},
           {"ulp_max", m.ulp_max},
           {"identical_fraction", m.count ? std::optional<double>(m.identical_fraction) : std::nullopt},
+          {"gain", m.gain},
           {"nonfinite_ref", static_cast<double>(m.nonfinite_ref)},
           {"zero_fraction_ref", m.count ? std::optional<double>(m.zero_fraction_ref) : std::nullopt}};
 }
@@ -196,7 +198,22 @@ const std::vector<std::string>& metric_names() {
   static const std::vector<std::string> names = {"rel_l2",   "cosine",    "rel_l1",
                                                  "rmse",     "max_abs",   "mean_abs",
                                                  "nonfinite", "zero_fraction", "ulp_max",
-                                                 "identical_fraction"};
+                                                 "identical_fraction", "gain"};
+  return names;
+}
+
+const std::vector<std::string>& breakdown_metric_names() {
+  static const std::vector<std::string> names = {"rel_l2_worst_head", "rel_l2_worst_qblock",
+                                                 "rel_l2_worst_frame", "gain_error_worst_head"};
+  return names;
+}
+
+const std::vector<std::string>& gate_metric_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n = metric_names();
+    for (const auto& b : breakdown_metric_names()) n.push_back(b);
+    return n;
+  }();
   return names;
 }
 
@@ -215,6 +232,7 @@ nlohmann::json MetricSet::to_json() const {
   j["zero_fraction_ref"] = num(zero_fraction_ref);
   j["ulp_max"] = num(ulp_max);
   j["identical_fraction"] = num(identical_fraction);
+  j["gain"] = opt(gain);
   return j;
 }
 
@@ -339,6 +357,41 @@ nlohmann::json MetricBreakdown::worst(size_t n, const std::string& metric) const
   j["per_frame"] = pick(per_frame);
   if (cond) j["cond"] = opt(cond->get(metric));
   return j;
+}
+
+namespace {
+
+// The largest figure over groups: NaN if any is NaN, undefined if none is defined.
+std::optional<double> worst_of(const std::vector<std::optional<double>>& figures) {
+  std::optional<double> w;
+  for (const auto& f : figures) {
+    if (!f) continue;
+    if (std::isnan(*f)) return *f;
+    if (!w || *f > *w) w = *f;
+  }
+  return w;
+}
+
+std::vector<std::optional<double>> rel_l2_of(const std::vector<MetricSet>& groups) {
+  std::vector<std::optional<double>> v;
+  for (const auto& g : groups) v.push_back(g.rel_l2);
+  return v;
+}
+
+}  // namespace
+
+std::map<std::string, std::optional<double>> metric_map(const MetricBreakdown& b) {
+  auto m = metric_map(b.overall);
+  m["rel_l2_worst_head"] = worst_of(rel_l2_of(b.per_head));
+  m["rel_l2_worst_qblock"] = worst_of(rel_l2_of(b.per_query_block));
+  std::vector<MetricSet> frames = b.per_frame;
+  if (b.cond) frames.push_back(*b.cond);
+  m["rel_l2_worst_frame"] = worst_of(rel_l2_of(frames));
+  std::vector<std::optional<double>> gain_errors;
+  for (const auto& h : b.per_head)
+    gain_errors.push_back(h.gain ? std::optional<double>(std::fabs(*h.gain - 1.0)) : std::nullopt);
+  m["gain_error_worst_head"] = worst_of(gain_errors);
+  return m;
 }
 
 }  // namespace ts

@@ -1,5 +1,5 @@
 #pragma once
-// The metrics of gates.md, accumulated in float64. `a` is the candidate, `b`
+// The metrics of docs/metrics.md, accumulated in float64. `a` is the candidate, `b`
 // what it is compared against. NaN never passes: any non-finite value in `a`
 // is counted and makes every accuracy rule fail (see gates/rules).
 #include <cstdint>
@@ -19,6 +19,10 @@ struct MetricSet {
   // Relative metrics are undefined (nullopt) when ||b||_2 = 0 (resp. sum|b| = 0):
   // reported as undefined, never divided.
   std::optional<double> rel_l2, cosine, rel_l1;
+  // a·b / ||b||²: the factor that scales b closest to a (least squares). A
+  // kernel that scales its output by 1.03 has gain 1.03 whatever its noise;
+  // quantisation noise leaves it near 1 (docs/metrics.md).
+  std::optional<double> gain;
   double rmse = 0, max_abs = 0, mean_abs = 0;
   int64_t nonfinite = 0;       // NaN/Inf in a
   int64_t nonfinite_ref = 0;   // NaN/Inf in b (the comparison itself is then suspect)
@@ -32,14 +36,23 @@ struct MetricSet {
   // bit for bit, where rel_l2 would hide a systematic one-ulp offset.
   double identical_fraction = 0;
 
-  // Value of a metric by its gates.md name ("rel_l2", "cosine", ...); nullopt
+  // Value of a metric by its docs/metrics.md name ("rel_l2", "cosine", ...); nullopt
   // when undefined. Throws InputError for an unknown name.
   std::optional<double> get(const std::string& name) const;
   nlohmann::json to_json() const;
 };
 
-// Names accepted by MetricSet::get, in gates.md's order.
+// Names accepted by MetricSet::get, in docs/metrics.md's order.
 const std::vector<std::string>& metric_names();
+// Figures of the worst group of a breakdown (docs/metrics.md), so that one
+// head, query block or frame cannot hide in the whole tensor's average:
+// rel_l2_worst_head, rel_l2_worst_qblock, rel_l2_worst_frame (the
+// conditioning tokens count as one more frame), gain_error_worst_head (the
+// largest |gain - 1| of a head).
+const std::vector<std::string>& breakdown_metric_names();
+// What a gate rule or a measurement may name: metric_names() then
+// breakdown_metric_names().
+const std::vector<std::string>& gate_metric_names();
 
 // a and b must have the same shape (InputError otherwise). `storage` is the
 // type ulp_max counts in (normally a.dtype).
@@ -47,7 +60,7 @@ MetricSet compute_metrics(const Tensor& a, const Tensor& b);
 // Same, with ulp_max counted at `storage` instead of a.dtype.
 MetricSet compute_metrics(const Tensor& a, const Tensor& b, DType storage);
 
-// Every metric by name, for the verdict: the gates.md names (undefined ones
+// Every metric by name, for the verdict: the docs/metrics.md names (undefined ones
 // present as nullopt) plus "nonfinite_ref" and "zero_fraction_ref".
 std::map<std::string, std::optional<double>> metric_map(const MetricSet& m);
 
@@ -71,5 +84,10 @@ struct MetricBreakdown {
   nlohmann::json worst(size_t n, const std::string& metric = "rel_l2") const;
 };
 MetricBreakdown compute_breakdown(const Tensor& a, const Tensor& b, const BlockConfig& config);
+
+// metric_map(b.overall) plus the breakdown_metric_names() figures. A worst
+// figure is NaN when any group's is NaN (NaN never passes), undefined when
+// no group's is defined; groups whose figure is undefined are left out.
+std::map<std::string, std::optional<double>> metric_map(const MetricBreakdown& b);
 
 }  // namespace ts

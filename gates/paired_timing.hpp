@@ -1,5 +1,5 @@
 #pragma once
-// Paired timing (gates.md "Speed"): candidate and baseline run alternately,
+// Paired timing (gates/README.md "Paired timing"): candidate and baseline run alternately,
 // A B A B ..., after warm-up, in one process, so drift (clocks, heat, other
 // load) hits both sides alike; each pair gives one ratio baseline/candidate.
 #include <chrono>

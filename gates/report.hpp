@@ -1,5 +1,5 @@
 #pragma once
-// Renderings of a gate run (gates.md "Reports"): a terminal table, JSON
+// Renderings of a gate run (gates/README.md "Reports"): a terminal table, JSON
 // (everything), JUnit XML (one test case per candidate x rule), a
 // Markdown summary for CI job pages and a self-contained HTML page with
 // inline SVG plots for triage.

@@ -1,5 +1,5 @@
 #pragma once
-// Verdicts (gates.md): ACCEPT when every rule passed, REJECT when any failed
+// Verdicts (gates/README.md "Verdicts"): ACCEPT when every rule passed, REJECT when any failed
 // (a failed rule outranks a missing one), INCONCLUSIVE when a speed interval
 // straddles its bound or a required measurement is missing. A figure equal
 // to its bound passes. NaN never passes.

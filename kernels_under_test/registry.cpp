@@ -5,6 +5,7 @@
 #include "kernels_under_test/stored_output.hpp"
 #include "reference/attention_exact.hpp"
 #include "reference/attention_sage2.hpp"
+#include "reference/sage2_presets.hpp"
 #include "reference/attention_sol.hpp"
 #include "reference/backend_params.hpp"
 #ifdef TOUCHSTONE_HAVE_CUDA
@@ -17,7 +18,7 @@ namespace ts {
 std::vector<std::pair<std::string, std::string>> attention_backend_kinds() {
   return {
       {"exact", "float64 reference attention (precision=fp64|fp32)"},
-      {"sage2", "SageAttention 2.2.0 emulation (preset=sm121|sm120|sm89|sm90, any knob key=value)"},
+      {"sage2", "SageAttention 2.2.0 emulation (preset=" + sage2_preset_names("|") + ", any knob key=value)"},
       {"sol", "routed block-sparse attention (tau=1.3, precision=bf16|int8_qk|int8_qk_pv, ...)"},
 #ifdef TOUCHSTONE_HAVE_CUDA
       {"exact_cuda", "float64 reference attention on the CUDA device (this build has CUDA)"},

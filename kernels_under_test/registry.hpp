@@ -1,5 +1,5 @@
 #pragma once
-// One registry turns a backend spec ("sage2:preset=sm121", "sol:tau=1.3,precision=int8_qk",
+// One registry turns a backend spec ("sage2:preset=NAME", "sol:tau=1.3,precision=int8_qk",
 // "exact", "stored:NAME", a CUDA kernel's name) into an AttentionBackend. The
 // gate, the sweep and the demo make every backend here, so they never know
 // whether they judge a reference emulation, a stored output or a GPU kernel.

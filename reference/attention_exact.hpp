@@ -1,5 +1,5 @@
 #pragma once
-// The exact attention reference (numerics.md "Exact reference"): inputs as
+// The exact attention reference (docs/emulation.md "The exact reference"): inputs as
 // float64, softmax with a running max, float64 accumulation, over the whole
 // packed sequence (every query attends to every key of every segment). Reads
 // BSHD in place and streams over query and key blocks, so it never holds an

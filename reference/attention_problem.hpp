@@ -38,7 +38,7 @@ class AttentionBackend {
  public:
   virtual ~AttentionBackend() = default;
   // Output group name under /outputs, with its distinguishing parameters
-  // (fixture-schema.md: "sage2_sm121", "sol_tau1.3_int8_qk").
+  // (docs/fixture-format.md: "sage2_<preset>", "sol_tau1.3_int8_qk").
   virtual std::string name() const = 0;
   // The full parameter set, written to the `params` attribute.
   virtual nlohmann::json params() const = 0;

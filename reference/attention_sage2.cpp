@@ -9,6 +9,7 @@
 #include "reference/numerics/convert.hpp"
 #include "reference/numerics/detmath.hpp"
 #include "reference/sage2_arith.hpp"
+#include "reference/sage2_presets.hpp"
 
 namespace ts {
 namespace {
@@ -155,25 +156,9 @@ const char* sage2_accum_name(Sage2Accum a) {
 }
 
 Sage2Config sage2_preset(const std::string& preset) {
-  Sage2Config c;
-  c.preset = preset;
-  if (preset == "sm121" || preset == "sm120") return c;  // per_warp, fp32+fp16, 2.25
-  if (preset == "sm89") {
-    c.granularity = sage2::Granularity::per_thread;
-    return c;
-  }
-  if (preset == "sm90") {
-    c.granularity = sage2::Granularity::per_thread;
-    c.blkq = 64;
-    c.warpq = 16;
-    c.blkk = 128;
-    c.warpk = 128;
-    c.key_block = 128;
-    c.accum = Sage2Accum::fp32_fp32;
-    c.scale_max = 448.0f;
-    return c;
-  }
-  throw InputError("sage2: unknown preset '" + preset + "' (expected sm121, sm120, sm89 or sm90)");
+  for (const auto& p : sage2_presets())
+    if (preset == p.name) return p.config;
+  throw InputError("sage2: unknown preset '" + preset + "' (expected one of " + sage2_preset_names(", ") + ")");
 }
 
 nlohmann::json sage2_params(const Sage2Config& c) {
@@ -304,7 +289,9 @@ std::string fmt_num(double v) {
 }  // namespace
 
 Sage2Config sage2_config_from(BackendParams& p, std::string* name) {
-  const std::string preset = p.get_choice("preset", "sm121", {"sm121", "sm120", "sm89", "sm90"});
+  std::vector<std::string> names;
+  for (const auto& row : sage2_presets()) names.emplace_back(row.name);
+  const std::string preset = p.get_choice("preset", sage2_default_preset().name, names);
   const Sage2Config def = sage2_preset(preset);
   Sage2Config c = def;
   std::string suffix;

@@ -1,6 +1,5 @@
 #pragma once
-// CPU emulation of SageAttention 2.2.0 (numerics.md "Attention: the sage2
-// family"): INT8 Q/K with K smoothing, exp2 online softmax per key block with
+// CPU emulation of SageAttention 2.2.0 (docs/emulation.md "sage2"): INT8 Q/K with K smoothing, exp2 online softmax per key block with
 // the 8.807 offset, FP8 P and V, and the kernels' accumulation modes.
 #include <memory>
 #include <string>
@@ -14,13 +13,15 @@ namespace ts {
 
 enum class Sage2Accum { fp32, fp32_fp32, fp32_fp16 };
 
+// A configuration starts from a preset (sage2_preset(), the table in
+// reference/sage2_presets.cpp); a default-constructed one is not runnable.
 struct Sage2Config {
-  std::string preset = "sm121";
+  std::string preset;
   sage2::Granularity granularity = sage2::Granularity::per_warp;
-  int64_t blkq = 128, warpq = 32, blkk = 64, warpk = 64;
-  int64_t key_block = 64;  // online-softmax step (64 for the sm89-style kernel, 128 for sm90)
+  int64_t blkq = 0, warpq = 0, blkk = 0, warpk = 0;
+  int64_t key_block = 0;  // online-softmax step: 64 or 128 keys, as the preset's kernel
   Sage2Accum accum = Sage2Accum::fp32_fp16;
-  float scale_max = 2.25f;
+  float scale_max = 0;
   bool smooth_k = true;
   // Identity switches (tests): with all four off and accum=fp32 the emulation
   // is a float32 dense attention.
@@ -30,7 +31,8 @@ struct Sage2Config {
   int64_t dump_qblock = 0, dump_head = 0;
 };
 
-// The preset's defaults (sm121, sm120, sm89, sm90); InputError for others.
+// The preset's defaults (reference/sage2_presets.hpp); InputError naming the
+// known presets for any other name.
 Sage2Config sage2_preset(const std::string& preset);
 const char* sage2_accum_name(Sage2Accum a);
 

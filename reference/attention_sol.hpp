@@ -1,7 +1,6 @@
 #pragma once
-// The `sol` routed attention family (numerics.md "Attention: the sol routed
-// family"): video keys in blocks summarised by their means, per query block a
-// routing over video blocks, exact attention to routed blocks and to every
+// The `sol` routed attention family (docs/emulation.md "sol"): video keys in
+// blocks summarised by their means, per query block a routing over video blocks, exact attention to routed blocks and to every
 // conditioning token, one compensated pseudo-key per unrouted block.
 #include <cstdint>
 #include <memory>

@@ -1,5 +1,5 @@
 #pragma once
-// key=value parameters of a backend ("sage2:preset=sm121,accum=fp32+fp16").
+// key=value parameters of a backend ("sol:tau=1.3,precision=int8_qk").
 // Every factory reads its keys through this class and then calls finish(),
 // so an unknown or misspelt key is an error naming it, never silently ignored.
 #include <map>

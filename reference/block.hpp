@@ -31,7 +31,7 @@ const std::vector<std::string>& block_stage_names();
 // Indices into the six modulation vectors of a row of /block/modulation.
 enum ModIndex : int { kShiftMsa = 0, kScaleMsa, kGateMsa, kShiftMlp, kScaleMlp, kGateMlp };
 
-// What /block of a fixture holds as inputs (fixture-schema.md).
+// What /block of a fixture holds as inputs (docs/fixture-format.md).
 struct BlockInputs {
   BlockConfig config;
   Tensor x;                             // [S, M]
@@ -73,7 +73,7 @@ struct BlockOptions {
   std::vector<std::string> keep;
 };
 
-// Output group name of a run: "block_fp64_exact", "block_nvfp4-te_sage2_sm121".
+// Output group name of a run: "block_fp64_exact", "block_nvfp4-te_sage2_<preset>".
 std::string block_output_name(const BlockOptions& opts, const std::string& attention_name);
 nlohmann::json block_params(const BlockOptions& opts, const AttentionBackend& attention);
 

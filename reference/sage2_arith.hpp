@@ -1,7 +1,7 @@
 #pragma once
 // The float32 and fp16 arithmetic of the sage2 kernel's softmax and P·V
-// (numerics.md "sage2", steps 4-7), shared by the host emulation and its CUDA
-// mirror so that both give the same bits (the .cu files build with -fmad=false).
+// (docs/emulation.md "sage2": online softmax, P·V, finish), shared by the
+// host emulation and its CUDA mirror so that both give the same bits (the .cu files build with -fmad=false).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

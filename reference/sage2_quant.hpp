@@ -1,6 +1,6 @@
 #pragma once
-// The quantisers of SageAttention 2.2.0 as numerics.md "Attention: the sage2
-// family" describes them: K smoothing, the two INT8 Q/K recipes (per_warp CUDA
+// The quantisers of SageAttention 2.2.0 as docs/emulation.md "sage2"
+// describes them: K smoothing, the two INT8 Q/K recipes (per_warp CUDA
 // kernel, per_thread Triton kernel) with the kernels' padded scale layouts,
 // and per-channel FP8 V. Used by the sage2 emulation and by sol's int8 variants.
 // All data is per head, token-major: x[h][s][d] as float32.

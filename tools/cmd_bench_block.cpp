@@ -94,7 +94,7 @@ ts::cli::Registration reg{
       app.add_option("--preset", o->preset, "tiny, ci, medium or block24 (block.md)")->capture_default_str();
       app.add_option("--linear", o->linear, "fp64 | bf16 | nvfp4")->capture_default_str();
       app.add_option("--recipe", o->recipe, "NVFP4 recipe: te | modelopt")->capture_default_str();
-      app.add_option("--attention", o->attention, "attention backend spec (exact, sage2:preset=sm121, sol:...)")
+      app.add_option("--attention", o->attention, "attention backend spec (exact, sage2:preset=NAME, sol:...)")
           ->capture_default_str();
       app.add_option("--seed", o->seed, "synthesis seed")->capture_default_str();
       app.add_flag("--json", o->json, "print the result as JSON");

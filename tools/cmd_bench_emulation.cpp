@@ -15,6 +15,7 @@
 #include "fixtures/fixture.hpp"
 #include "fixtures/synth.hpp"
 #include "kernels_under_test/registry.hpp"
+#include "reference/sage2_presets.hpp"
 #include "tools/command.hpp"
 
 namespace {
@@ -29,10 +30,22 @@ struct Opts {
   bool json = false;
 };
 
-const std::vector<std::string> kDefaultBackends = {
-    "exact",        "sage2:preset=sm121", "sage2:preset=sm90",
-    "sol:tau=-100", "sol:tau=1.3",        "sol:tau=3",
-    "sol:tau=1.3,precision=int8_qk",      "sol:tau=1.3,precision=int8_qk_pv"};
+// exact, sage2 at each preset whose kernel differs from the ones before it
+// (the same configuration would time the same code), and sol.
+std::vector<std::string> default_backends() {
+  std::vector<std::string> b = {"exact"};
+  std::vector<nlohmann::json> seen;
+  for (const auto& p : ts::sage2_presets()) {
+    nlohmann::json knobs = ts::sage2_params(p.config);
+    knobs.erase("preset");
+    if (std::find(seen.begin(), seen.end(), knobs) == seen.end()) b.push_back(std::string("sage2:preset=") + p.name);
+    seen.push_back(knobs);
+  }
+  for (const char* s : {"sol:tau=-100", "sol:tau=1.3", "sol:tau=3", "sol:tau=1.3,precision=int8_qk",
+                        "sol:tau=1.3,precision=int8_qk_pv"})
+    b.push_back(s);
+  return b;
+}
 
 int run(const Opts& o) {
   if (o.reps < 1) throw ts::InputError("--reps must be >= 1");
@@ -54,7 +67,7 @@ int run(const Opts& o) {
                                          syn->dataset("/attention/v"), syn->config);
     source = "synthetic " + o.preset + " seed " + std::to_string(o.seed);
   }
-  const auto& specs = o.backends.empty() ? kDefaultBackends : o.backends;
+  const auto specs = o.backends.empty() ? default_backends() : o.backends;
 
   struct Row {
     std::string spec, name;
@@ -126,7 +139,7 @@ ts::cli::Registration reg{
           ->capture_default_str();
       app.add_option("--seed", o->seed, "synthesis seed")->capture_default_str();
       app.add_option("--backend", o->backends,
-                     "backend spec to time (repeatable; default: exact, sage2 sm121 and sm90, "
+                     "backend spec to time (repeatable; default: exact, sage2 at each distinct preset, "
                      "sol at tau -100, 1.3, 3 and the int8 precisions)");
       app.add_flag("--json", o->json, "print the result as JSON");
       return [o] { return run(*o); };

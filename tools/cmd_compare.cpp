@@ -1,4 +1,4 @@
-// touchstone compare F A B: the metrics of gates.md between two tensors of a
+// touchstone compare F A B: the metrics of docs/metrics.md between two tensors of a
 // fixture (A the candidate, B the reference), with --breakdown the worst heads,
 // query blocks and frames, with --html a page plotting every head, query block
 // and frame; --stages hands over to the block's stage comparison.

@@ -9,6 +9,7 @@
 #include "fixtures/attention_inputs.hpp"
 #include "fixtures/fixture.hpp"
 #include "kernels_under_test/registry.hpp"
+#include "reference/sage2_presets.hpp"
 #include "reference/backend_params.hpp"
 #include "tools/block_reference.hpp"
 #include "tools/command.hpp"
@@ -66,7 +67,7 @@ int run(const Opts& o) {
   writes.push_back({group + "/attention", r.out, ts::output_attrs(backend->name(), backend->params(), ms, more)});
   for (auto& [key, t] : r.intermediates) {
     nlohmann::json attrs = ts::output_attrs(backend->name(), backend->params(), std::nullopt);
-    // fixture-schema.md: quantised data names its scale dataset (q_int8 -> q_scale).
+    // docs/fixture-format.md: quantised data names its scale dataset (q_int8 -> q_scale).
     const bool int8 = key.size() > 5 && key.ends_with("_int8"), fp8 = key.size() > 4 && key.ends_with("_fp8");
     if (int8 || fp8) {
       const std::string scale = key.substr(0, key.rfind('_')) + "_scale";
@@ -106,7 +107,7 @@ ts::cli::Registration reg{
       app.add_option("--backend,-b", o->backend,
                      "exact | sage2 | sol | stored:NAME, optionally with :key=value,...")
           ->capture_default_str();
-      app.add_option("--preset", o->preset, "sage2 preset: sm121 | sm120 | sm89 | sm90");
+      app.add_option("--preset", o->preset, "sage2 preset: " + ts::sage2_preset_names(" | "));
       app.add_option("--precision", o->precision,
                      "exact: fp64 | fp32; sol: bf16 | int8_qk | int8_qk_pv");
       app.add_option("--tau", o->tau, "sol routing threshold")->each([o](const std::string&) {

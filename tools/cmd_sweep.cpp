@@ -1,5 +1,5 @@
 // touchstone sweep F --backend sol --tau LIST: one row per tau with the routed
-// density, the distance to the baseline (default sage2 sm121) and to exact
+// density, the distance to the baseline (default sage2 at its default preset) and to exact
 // attention, and the wall time: the speed/fidelity curve of a routed backend.
 #include <omp.h>
 
@@ -14,6 +14,7 @@
 #include "fixtures/fixture.hpp"
 #include "gates/metrics.hpp"
 #include "kernels_under_test/registry.hpp"
+#include "reference/sage2_presets.hpp"
 #include "tools/command.hpp"
 
 namespace {
@@ -21,7 +22,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Opts {
-  std::string fixture, backend = "sol", precision, baseline = "sage2:preset=sm121", exact = "exact";
+  std::string fixture, backend = "sol", precision, baseline = ts::sage2_default_spec(), exact = "exact";
   std::vector<double> taus = {-100, 0, 0.5, 1, 1.3, 2, 3};
   std::vector<std::string> params;
   bool json = false, allow_nonfinite = false;

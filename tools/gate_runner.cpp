@@ -6,6 +6,7 @@
 #include "core/progress.hpp"
 #include "fixtures/attention_inputs.hpp"
 #include "fixtures/fixture.hpp"
+#include "gates/accuracy_evidence.hpp"
 #include "gates/bootstrap.hpp"
 #include "gates/metrics.hpp"
 #include "gates/paired_timing.hpp"
@@ -167,6 +168,7 @@ GateRun run_gate_on_fixture(const GateFile& gate, const std::string& fixture_pat
     throw InputError("baseline '" + baseline_spec + "' failed: " + e.what());
   }
   const MetricSet base_exact = compute_metrics(base_out, exact_out);
+  const Figures base_exact_figures = accuracy_figures(base_out, exact_out, &fx.config);
 
   GateRun run;
   run.gate = gate;
@@ -190,20 +192,10 @@ GateRun run_gate_on_fixture(const GateFile& gate, const std::string& fixture_pat
     ev.candidate = spec;
     try {
       AttentionResult res = cands[i]->run(problem);
-      const MetricSet vb = compute_metrics(res.out, base_out);
-      const MetricSet ve = compute_metrics(res.out, exact_out);
-      ev.vs_baseline["attention"] = metric_map(vb);
-      ev.vs_exact["attention"] = metric_map(ve);
-      ev.baseline_vs_exact["attention"] = metric_map(base_exact);
+      add_accuracy_evidence(ev, "attention", res.out, base_out, exact_out, base_exact_figures, &fx.config);
       ev.details["backend"] = cands[i]->name();
       ev.details["params"] = cands[i]->params();
-      ev.details["vs_baseline"] = vb.to_json();
-      ev.details["vs_exact"] = ve.to_json();
       if (!res.stats.empty()) ev.details["stats"] = res.stats;
-      if (res.out.rank() == 3) {
-        const MetricBreakdown br = compute_breakdown(res.out, base_out, fx.config);
-        ev.details["worst_vs_baseline"] = br.worst(3);
-      }
       if (has_speed_rule(gate)) {
         ev.speed = measure_speed(*cands[i], *base, inputs, gate, o);
         ev.details["speed"] = ev.speed->to_json();

@@ -1,5 +1,5 @@
 #pragma once
-// Element conversions of numerics.md "Element conversions", bit-exact.
+// Element conversions (docs/emulation.md "Element conversions"), bit-exact.
 // Rounding is done on the float32 bit pattern with integer arithmetic, so the
 // result does not depend on the FPU rounding mode, on FMA contraction or on
 // the compiler's handling of subnormals (only int8_rni_sat and the Triton

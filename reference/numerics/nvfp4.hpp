@@ -1,5 +1,5 @@
 #pragma once
-// NVFP4 linear layer of numerics.md: 1x16 blocks along K with E4M3 block
+// NVFP4 linear layer (docs/emulation.md "The NVFP4 linear layer"): 1x16 blocks along K with E4M3 block
 // scales and a float32 global scale, and the GEMM Y = X W^T on two quantised
 // operands. Every float32 operation below happens in the order written in the
 // comments of nvfp4.cpp; docs/spec-deviations.md "NVFP4" lists the choices the

@@ -42,6 +42,17 @@ TEST_CASE("the shipped gates are built in and parse") {
   REQUIRE_THROWS_AS(load_gate("no_such_gate"), InputError);
 }
 
+TEST_CASE("gate rules may name the breakdown figures") {
+  const GateFile g = parse_gate("{" + kHead + R"("rules": [
+      {"id": "h", "metric": "rel_l2_worst_head", "against": "exact", "max_ratio_to_baseline": 1.5},
+      {"id": "g", "metric": "gain_error_worst_head", "against": "exact", "max": 0.01}]})",
+                                "g.json");
+  REQUIRE(g.rules.size() == 2);
+  CHECK(g.rules[0].metric == "rel_l2_worst_head");
+  CHECK(error_of("{" + kHead + R"("rules": [{"id": "a", "metric": "rel_l2_worst_token", "max": 1}]})")
+            .find("rel_l2_worst_head") != std::string::npos);  // the list of names says what exists
+}
+
 TEST_CASE("malformed gate files name the JSON path") {
   CHECK(error_of(R"({"schema": "touchstone.gate/1", "name": "t", "rules": [{"id": "a", "metric": "rel_l2", "max": "0.05"}]})") ==
         "g.json: rules[0].max: expected a number, got string");

@@ -2,6 +2,7 @@
 // ulp distances at each storage type, breakdowns and thread-count determinism.
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -146,4 +147,67 @@ TEST_CASE("breakdown per head, query block and latent frame") {
   CHECK(w["per_head"][0]["index"] == 1);
   CHECK(w["per_frame"][0]["index"] == 1);
   REQUIRE_THROWS_AS(compute_breakdown(vec({1}), vec({1}), cfg), InputError);
+}
+
+TEST_CASE("gain is the least-squares scale of the candidate onto the reference") {
+  const MetricSet m = compute_metrics(vec({2.06, 4.12, -6.18}), vec({2, 4, -6}));
+  REQUIRE(m.gain.has_value());
+  CHECK(*m.gain == Approx(1.03).epsilon(1e-12));
+  CHECK(*m.get("gain") == Approx(1.03).epsilon(1e-12));
+  // Noise orthogonal to b leaves the gain at 1 whatever its size.
+  CHECK(*compute_metrics(vec({1, 1}), vec({1, 0})).gain == 1.0);
+  CHECK_FALSE(compute_metrics(vec({1, 1}), vec({0, 0})).gain.has_value());
+  CHECK(std::isnan(*compute_metrics(vec({NAN, 1}), vec({1, 1})).gain));
+}
+
+TEST_CASE("breakdown figures: the worst head, query block and frame, and the worst head gain") {
+  const BlockConfig cfg = preset_config("tiny");  // S = 72 (64 video in 2 frames + 8 cond), H = 2, D = 32
+  const int64_t S = cfg.tokens(), H = cfg.heads, D = cfg.head_dim;
+  Tensor b({S, H, D}, DType::f64);
+  for (size_t i = 0; i < b.data.size(); ++i) b.data[i] = 1.0 + static_cast<double>(i % 7);
+  auto idx = [&](int64_t s, int64_t h, int64_t d) { return static_cast<size_t>((s * H + h) * D + d); };
+
+  // Head 1 scaled by 1.03: its rel_l2 and gain error are 0.03, the whole
+  // tensor's rel_l2 is smaller (head 0 is exact).
+  Tensor a = b;
+  for (int64_t s = 0; s < S; ++s)
+    for (int64_t d = 0; d < D; ++d) a.data[idx(s, 1, d)] *= 1.03;
+  const MetricBreakdown br = compute_breakdown(a, b, cfg);
+  auto f = metric_map(br);
+  for (const auto& n : breakdown_metric_names()) REQUIRE(f.count(n) == 1);
+  CHECK(*f["rel_l2_worst_head"] == Approx(0.03).epsilon(1e-9));
+  CHECK(*f["gain_error_worst_head"] == Approx(0.03).epsilon(1e-9));
+  CHECK(*f["rel_l2"] < 0.025);
+  CHECK(*f["rel_l2_worst_qblock"] == Approx(*f["rel_l2"]).epsilon(1e-12));  // one block
+  double worst_frame = *br.cond->rel_l2;
+  for (const auto& fr : br.per_frame) worst_frame = std::max(worst_frame, *fr.rel_l2);
+  CHECK(*f["rel_l2_worst_frame"] == worst_frame);
+  CHECK(worst_frame < 0.03);  // every frame holds head 0 too
+
+  // The conditioning tokens count as a frame: an error only there is the worst frame.
+  a = b;
+  for (int64_t s = 64; s < S; ++s)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t d = 0; d < D; ++d) a.data[idx(s, h, d)] = 0;
+  f = metric_map(compute_breakdown(a, b, cfg));
+  CHECK(*f["rel_l2_worst_frame"] == 1.0);
+
+  // A NaN anywhere makes every worst figure NaN (NaN never passes); a group
+  // whose reference is zero is left out, and all of them zero is undefined.
+  a = b;
+  a.data[idx(3, 0, 5)] = NAN;
+  f = metric_map(compute_breakdown(a, b, cfg));
+  for (const auto& n : breakdown_metric_names()) CHECK(std::isnan(*f[n]));
+  Tensor zb = b;
+  for (int64_t s = 0; s < S; ++s)
+    for (int64_t d = 0; d < D; ++d) zb.data[idx(s, 0, d)] = 0;
+  f = metric_map(compute_breakdown(b, zb, cfg));
+  CHECK(*f["rel_l2_worst_head"] == 0.0);  // head 1 equal, head 0 undefined and left out
+  for (double& x : zb.data) x = 0;
+  f = metric_map(compute_breakdown(b, zb, cfg));
+  for (const auto& n : breakdown_metric_names()) CHECK_FALSE(f[n].has_value());
+
+  // Gate files and measurements may name them.
+  for (const auto& n : breakdown_metric_names())
+    CHECK(std::find(gate_metric_names().begin(), gate_metric_names().end(), n) != gate_metric_names().end());
 }

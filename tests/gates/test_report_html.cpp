@@ -56,13 +56,21 @@ std::vector<std::string> bad_coordinates(const std::string& svg) {
   return bad;
 }
 
-// A fixture-style run on sage_compat (rel_l2 and cosine vs the baseline, rel_l2
-// vs exact at most 2x the baseline's, an optional speed rule) with a good
-// candidate, a NaN one, one whose rel_l2 is undefined, one with an infinite
-// figure and one that crashed.
+// A fixture-style run on a gate of four rules (rel_l2 and cosine vs the
+// baseline, rel_l2 vs exact at most 2x the baseline's, an optional speed rule;
+// its own, so that recalibrating the shipped gates leaves these plots alone)
+// with a good candidate, a NaN one, one whose rel_l2 is undefined, one with an
+// infinite figure and one that crashed.
 GateRun synthetic_run() {
   GateRun run;
-  run.gate = load_gate("sage_compat");
+  run.gate = parse_gate(R"({"schema": "touchstone.gate/1", "name": "sage-compatible-dense-replacement",
+    "baseline": "sage2", "tensor": "attention", "rules": [
+    {"id": "sage_like",  "metric": "rel_l2",  "against": "baseline", "max": 0.02},
+    {"id": "direction",  "metric": "cosine",  "against": "baseline", "min": 0.999},
+    {"id": "vs_exact",   "metric": "rel_l2",  "against": "exact",    "max_ratio_to_baseline": 2.0},
+    {"id": "not_slower", "metric": "speedup", "against": "baseline", "min": 0.95, "confidence": 0.95,
+     "optional": true}]})",
+                        "report_gate.json");
   run.mode = "fixture";
   run.input = "/tmp/fx<1>.h5";
   run.baseline = "sage2:preset=sm121";
@@ -178,7 +186,7 @@ TEST_CASE("HTML report: NaN, infinite, undefined and missing figures are words, 
   CHECK(h.find("segfault &lt;in&gt; kernel &amp; co") != std::string::npos);
 
   const auto svgs = svg_blocks(h);
-  // One plot per rule of sage_compat.
+  // One plot per rule of the gate.
   REQUIRE(svgs.size() == run.gate.rules.size());
   for (const auto& s : svgs) {
     INFO(s);

@@ -1,0 +1,39 @@
+#include "gates/accuracy_evidence.hpp"
+
+#include "gates/metrics.hpp"
+
+namespace ts {
+namespace {
+
+bool has_breakdown(const Tensor& a, const BlockConfig* config) { return config && a.rank() == 3; }
+
+}  // namespace
+
+Figures accuracy_figures(const Tensor& a, const Tensor& b, const BlockConfig* config) {
+  if (has_breakdown(a, config)) return metric_map(compute_breakdown(a, b, *config));
+  return metric_map(compute_metrics(a, b));
+}
+
+void add_accuracy_evidence(Evidence& ev, const std::string& tensor, const Tensor& candidate,
+                           const Tensor& baseline, const Tensor& exact, const Figures& baseline_vs_exact,
+                           const BlockConfig* config) {
+  if (has_breakdown(candidate, config)) {
+    const MetricBreakdown vb = compute_breakdown(candidate, baseline, *config);
+    const MetricBreakdown ve = compute_breakdown(candidate, exact, *config);
+    ev.vs_baseline[tensor] = metric_map(vb);
+    ev.vs_exact[tensor] = metric_map(ve);
+    ev.details["vs_baseline"] = vb.overall.to_json();
+    ev.details["vs_exact"] = ve.overall.to_json();
+    ev.details["worst_vs_baseline"] = vb.worst(3);
+  } else {
+    const MetricSet vb = compute_metrics(candidate, baseline);
+    const MetricSet ve = compute_metrics(candidate, exact);
+    ev.vs_baseline[tensor] = metric_map(vb);
+    ev.vs_exact[tensor] = metric_map(ve);
+    ev.details["vs_baseline"] = vb.to_json();
+    ev.details["vs_exact"] = ve.to_json();
+  }
+  ev.baseline_vs_exact[tensor] = baseline_vs_exact;
+}
+
+}  // namespace ts

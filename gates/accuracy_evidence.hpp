@@ -1,0 +1,28 @@
+#pragma once
+// The accuracy part of a candidate's Evidence, built the one way every gate
+// run builds it: the candidate's figures against the baseline and against
+// exact, with the worst head / query block / frame figures when the tensor is
+// [S, H, D] and its geometry is known. The gate runner and the calibration
+// tests (tests/calibration/) both call this, so the faults those tests plant
+// are judged on exactly the figures a gate run sees.
+#include <string>
+
+#include "core/block_config.hpp"
+#include "core/tensor.hpp"
+#include "gates/verdict.hpp"
+
+namespace ts {
+
+// metric_map() of a against b; with `config` and a rank-3 tensor, the
+// breakdown's (metric_map(MetricBreakdown)) instead.
+Figures accuracy_figures(const Tensor& a, const Tensor& b, const BlockConfig* config);
+
+// Fills ev.vs_baseline[tensor], ev.vs_exact[tensor] and
+// ev.baseline_vs_exact[tensor] (the latter computed once per run with
+// accuracy_figures(baseline, exact, config)), and the details the reports
+// show: vs_baseline, vs_exact (whole-tensor metrics) and worst_vs_baseline.
+void add_accuracy_evidence(Evidence& ev, const std::string& tensor, const Tensor& candidate,
+                           const Tensor& baseline, const Tensor& exact, const Figures& baseline_vs_exact,
+                           const BlockConfig* config);
+
+}  // namespace ts
