@@ -20,14 +20,14 @@
 #include "gates/report.hpp"
 #include "kernels_under_test/registry.hpp"
 #include "tools/command.hpp"
-#include "tools/gate_runner.hpp"
+#include "drivers/gate_on_fixture.hpp"
 
 namespace {
 
 struct Opts {
   std::string preset = "ci", keep;
   uint64_t seed = 7;
-  bool json = false;
+  ts::cli::ReportTarget json;
   int pairs = 6;
 };
 
@@ -114,7 +114,7 @@ int run(const Opts& o) {
       ts::load_gate("sparse_acceptance"), path, "sage2:preset=sm121",
       {"sol:tau=1.3", "sol:tau=1.3,precision=int8_qk", "sol:tau=-100"}, go);
 
-  if (o.json) {
+  if (o.json.on()) {
     nlohmann::json j = {{"preset", o.preset}, {"seed", o.seed}, {"S", problem.q.S},
                         {"H", problem.q.H},   {"D", problem.q.D}, {"backends", nlohmann::json::array()}};
     for (const auto& r : rows)
@@ -125,8 +125,8 @@ int run(const Opts& o) {
                                {"vs_exact", r.vs_exact.to_json()},
                                {"vs_sage2_sm121", r.vs_sage2.to_json()}});
     j["gate"] = gate.to_json();
-    std::cout << j.dump(2) << "\n";
-    return ts::kPass;
+    o.json.emit(j.dump(2) + "\n");
+    if (o.json.to_stdout()) return ts::kPass;
   }
 
   std::printf("touchstone demo: synthetic '%s' fixture (seed %llu), S=%lld tokens (%lld video, "
@@ -166,7 +166,8 @@ ts::cli::Registration reg{
       app.add_option("--pairs", o->pairs, "timing pairs per candidate in the gate")
           ->capture_default_str();
       app.add_option("--keep", o->keep, "keep the fixture in this folder instead of a temporary one");
-      app.add_flag("--json", o->json, "print everything as JSON");
+      ts::cli::add_json_option(app, o->json, "the result");
+      ts::cli::set_example(app, "touchstone demo --preset ci");
       return [o] { return run(*o); };
     }};
 
