@@ -28,7 +28,8 @@ std::string kind_of(const std::string& spec) {
 
 std::string minutes(double s) {
   char b[64];
-  if (s < 120) std::snprintf(b, sizeof b, "%.0f s", s);
+  if (s < 10) std::snprintf(b, sizeof b, "%.2g s", s);
+  else if (s < 120) std::snprintf(b, sizeof b, "%.0f s", s);
   else if (s < 7200) std::snprintf(b, sizeof b, "%.0f min", s / 60);
   else std::snprintf(b, sizeof b, "%.1f h", s / 3600);
   return b;

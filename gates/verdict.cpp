@@ -309,7 +309,6 @@ CandidateVerdict judge(const GateFile& gate, const Evidence& ev, const std::stri
                                     o.status == RuleStatus::inconclusive) && ev.speed)
         v.clock = ev.speed->clock;
     if (!v.clock.empty()) v.notes.push_back(std::string("speed decided on the ") + v.clock + " clock");
-    if (ev.speed && !ev.speed->missing.empty()) v.notes.push_back("speed not judged: " + ev.speed->missing);
   }
   bool any_fail = false, any_open = false;
   for (const auto& o : v.outcomes) {

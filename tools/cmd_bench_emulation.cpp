@@ -123,7 +123,8 @@ ts::cli::Registration reg{
           ->capture_default_str();
       app.add_option("--fixture", o->fixture, "time on this fixture's attention inputs instead");
       app.add_option("--reps", o->reps, "timed repetitions per backend (after one warm-up)")
-          ->capture_default_str();
+          ->capture_default_str()
+          ->check(CLI::Range(1, 1000000));
       app.add_option("--seed", o->seed, "synthesis seed")->capture_default_str();
       app.add_option("--backend", o->backends,
                      "backend spec to time (repeatable; default: exact, sage2 sm121 and sm90, "

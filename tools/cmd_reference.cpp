@@ -11,6 +11,7 @@
 #include "kernels_under_test/registry.hpp"
 #include "reference/backend_params.hpp"
 #include "drivers/block_run.hpp"
+#include "drivers/run_estimate.hpp"
 #include "tools/command.hpp"
 
 namespace {
@@ -54,10 +55,11 @@ int run(const Opts& o) {
     if (!o.json.to_stdout()) std::cout << rep.table << std::flush;
     return ts::kPass;
   }
+  const std::string spec = build_spec(o);
+  ts::require_device_for(spec);
   ts::LoadOptions lo;
   lo.allow_nonfinite = o.allow_nonfinite;
   const ts::Fixture fx = ts::load_fixture(o.fixture, lo);
-  const std::string spec = build_spec(o);
   auto backend = ts::make_attention_backend(spec, {o.fixture});
   const ts::AttentionProblem problem = ts::attention_problem(fx);
   const auto t0 = std::chrono::steady_clock::now();

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "catch.hpp"
+#include "core/error.hpp"
 #include "driver_fixtures.hpp"
 #include "drivers/gate_on_fixture.hpp"
 #include "drivers/run_estimate.hpp"
@@ -89,7 +90,7 @@ TEST_CASE("gate driver: two stored sides on one clock with enough samples are ju
 
 TEST_CASE("gate driver: one pair is legal but too few to judge speed; bad options are input errors") {
   const std::string f = fixture_with("pairs", {});
-  const ts::CandidateVerdict v = gate_one(f, "sage2:preset=sm121", "sol:tau=1.3", 1);
+  const ts::CandidateVerdict v = gate_one(f, "sage2:preset=sm121", "sol:tau=-100", 1);
   CHECK(speed_rule(v).status == ts::RuleStatus::missing);
   CHECK(speed_rule(v).message.find("too few samples") != std::string::npos);
   CHECK(v.verdict != ts::Verdict::accept);

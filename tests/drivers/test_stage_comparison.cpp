@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "catch.hpp"
+#include "core/error.hpp"
 #include "driver_fixtures.hpp"
 #include "drivers/block_run.hpp"
 #include "drivers/stage_comparison.hpp"

@@ -15,6 +15,7 @@
 #include "fixtures/fixture.hpp"
 #include "fixtures/synth.hpp"
 #include "fixtures/synth_block.hpp"
+#include "drivers/run_estimate.hpp"
 #include "kernels_under_test/registry.hpp"
 
 namespace fs = std::filesystem;
@@ -96,7 +97,7 @@ TEST_CASE("seen: stored device timings are not compared with a host emulation's"
 
 TEST_CASE("seen: --pairs 1 is legal but cannot ACCEPT on one sample", "[judge][cli]") {
   const std::string f = synth("one_pair", "ci", false);
-  const Result r = cli("gate --gate sparse_acceptance --fixture " + f + " --candidate sol:tau=1.3 --pairs 1 --json -");
+  const Result r = cli("gate --gate sparse_acceptance --fixture " + f + " --candidate sol:tau=-100 --pairs 1 --json -");
   INFO(r.err);
   CHECK(r.code == 1);
   const auto j = nlohmann::json::parse(r.out);
@@ -110,8 +111,7 @@ TEST_CASE("seen: usage and environment errors exit 2 before any work, not as ver
   CHECK(neg.code == 2);
   CHECK(neg.out.empty());
   // A device backend where there is no device (or no CUDA in the build).
-  const char* probe = std::getenv("TOUCHSTONE_TEST_HAS_DEVICE");
-  if (!probe) {
+  if (!ts::device_present()) {
     for (const char* spec : {"exact_cuda", "sage2_cuda:preset=sm121"}) {
       const Result c = cli("gate --gate sage_compat --fixture " + f + " --candidate " + spec);
       INFO(c.err);
