@@ -20,7 +20,8 @@ std::string fixture_with(const std::string& name, const std::vector<ts::DatasetW
   const ts::Fixture fx = ts::load_fixture(f);
   auto sage = ts::make_attention_backend("sage2:preset=sm121", {f});
   const ts::Tensor out = sage->run(ts::attention_problem(fx)).out;
-  std::vector<ts::DatasetWrite> w = {{"/outputs/fast/attention", out, {}}, {"/outputs/slow/attention", out, {}}};
+  std::vector<ts::DatasetWrite> w = {{"/outputs/fast/attention", out, ts::output_attrs("fast", {}, std::nullopt)},
+                                     {"/outputs/slow/attention", out, ts::output_attrs("slow", {}, std::nullopt)}};
   for (const auto& t : timings) w.push_back(t);
   ts::append_datasets(f, w);
   return f;

@@ -15,7 +15,8 @@ namespace {
 void store_exact_as(const std::string& f, const std::string& name) {
   const ts::Fixture fx = ts::load_fixture(f);
   auto exact = ts::make_attention_backend("exact", {f});
-  ts::append_datasets(f, {{"/outputs/" + name + "/attention", exact->run(ts::attention_problem(fx)).out, {}}});
+  ts::append_datasets(f, {{"/outputs/" + name + "/attention", exact->run(ts::attention_problem(fx)).out,
+                             ts::output_attrs(name, exact->params(), std::nullopt)}});
 }
 
 }  // namespace

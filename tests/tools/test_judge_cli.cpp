@@ -13,8 +13,6 @@
 #include "cli_runner.hpp"
 #include "fixtures/attention_inputs.hpp"
 #include "fixtures/fixture.hpp"
-#include "fixtures/synth.hpp"
-#include "fixtures/synth_block.hpp"
 #include "drivers/run_estimate.hpp"
 #include "kernels_under_test/registry.hpp"
 
@@ -26,14 +24,11 @@ using Result = ts::test::CliResult;
 const std::string& scratch() { return ts::test::scratch_dir(); }
 Result cli(const std::string& args) { return ts::test::run_cli(args); }
 
+// A fixture as a user makes one (with /attention/observed).
 std::string synth(const std::string& name, const std::string& preset, bool block) {
   const std::string p = scratch() + "/" + name + ".h5";
-  ts::SynthOptions so;
-  so.preset = preset;
-  so.seed = 3;
-  ts::SynthResult r = ts::synthesize(so);
-  if (block) ts::synthesize_block(so, r);
-  ts::write_synthetic(r, p, {});
+  const Result r = cli("fixture synth --preset " + preset + " --seed 3 " + (block ? "--with-block " : "") + "-o " + p);
+  REQUIRE(r.code == 0);
   return p;
 }
 
@@ -62,7 +57,7 @@ const nlohmann::json& stage_row(const nlohmann::json& j, const std::string& stag
 }  // namespace
 
 TEST_CASE("seen: a stored candidate without /timings is not ACCEPTed on a timed HDF5 read", "[judge][cli]") {
-  const std::string f = synth("no_timings", "ci", false);
+  const std::string f = synth("no_timings", "ci", true);
   const Result r = cli("gate --gate sparse_acceptance --fixture " + f + " --candidate stored:observed --json");
   INFO(r.err);
   CHECK(r.code == 1);
@@ -73,7 +68,7 @@ TEST_CASE("seen: a stored candidate without /timings is not ACCEPTed on a timed 
 }
 
 TEST_CASE("seen: stored device timings are not compared with a host emulation's", "[judge][cli]") {
-  const std::string f = synth("device_vs_host", "ci", false);
+  const std::string f = synth("device_vs_host", "ci", true);
   store_timings(f, "observed", {0.5, 0.52, 0.49, 0.5, 0.51}, "device_events");
   const Result r = cli("gate --gate sparse_acceptance --fixture " + f + " --candidate stored:observed");
   INFO(r.out << r.err);
@@ -171,11 +166,12 @@ TEST_CASE("seen: compare --stages is judged by the gate engine", "[judge][cli]")
 }
 
 TEST_CASE("seen: compare F X exact accepts a stored exact_cuda, and no silent hours", "[judge][cli]") {
-  const std::string f = synth("exact_cuda_only", "tiny", false);
+  const std::string f = synth("exact_cuda_only", "tiny", true);
   {
     const ts::Fixture fx = ts::load_fixture(f);
     auto exact = ts::make_attention_backend("exact", {f});
-    ts::append_datasets(f, {{"/outputs/exact_cuda/attention", exact->run(ts::attention_problem(fx)).out, {}}});
+    ts::append_datasets(f, {{"/outputs/exact_cuda/attention", exact->run(ts::attention_problem(fx)).out,
+                             ts::output_attrs("exact_cuda", exact->params(), std::nullopt)}});
   }
   const Result c = cli("compare " + f + " observed exact --json");
   INFO(c.err);
@@ -183,7 +179,7 @@ TEST_CASE("seen: compare F X exact accepts a stored exact_cuda, and no silent ho
   CHECK(nlohmann::json::parse(c.out)["b"]["dataset"] == "/outputs/exact_cuda/attention");
 
   // A CPU run over the limit (set to 0 s here) refuses with its estimate, exit 2, unless asked.
-  const std::string g = synth("slow", "tiny", false);
+  const std::string g = synth("slow", "tiny", true);
   ::setenv("TOUCHSTONE_SLOW_LIMIT_S", "0", 1);
   const Result slow = cli("gate --gate sage_compat --fixture " + g + " --candidate stored:observed --baseline stored:observed");
   CHECK(slow.code == 2);
@@ -232,7 +228,7 @@ TEST_CASE("cli conventions: --help everywhere names no source file and gives an 
 }
 
 TEST_CASE("cli conventions: --json means stdout alone or with -, a file with a path", "[judge][cli]") {
-  const std::string f = synth("json_forms", "tiny", false);
+  const std::string f = synth("json_forms", "tiny", true);
   const Result a = cli("compare " + f + " observed observed --json");
   const Result b = cli("compare " + f + " observed observed --json -");
   CHECK(a.code == 0);
