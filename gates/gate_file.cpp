@@ -8,6 +8,7 @@
 #include <sstream>
 #include <utility>
 
+#include "core/block_stage_table.hpp"
 #include "core/error.hpp"
 #include "gates/json_input.hpp"
 #include "gates/metrics.hpp"
@@ -33,6 +34,27 @@ std::string format_number(double v, int digits) {
 
 namespace {
 
+GrowthBound parse_growth(const nlohmann::json& j, const std::string& where, const std::string& path) {
+  GrowthBound g;
+  if (j.is_string()) {
+    if (j.get<std::string>() != "table")
+      throw InputError(where + ": " + path + ": expected \"table\" or {floor, factor, rounding}, got \"" +
+                       j.get<std::string>() + "\"");
+    g.from_table = true;
+    return g;
+  }
+  json_input::ObjectReader r(j, where, path);
+  const auto f = r.opt_number("floor"), k = r.opt_number("factor");
+  if (!f || !k) throw InputError(where + ": " + path + ": needs both floor and factor (or the string \"table\")");
+  if (!(*f >= 0)) r.fail("floor", "must not be negative");
+  if (!(*k >= 0)) r.fail("factor", "must not be negative");
+  g.floor = *f;
+  g.factor = *k;
+  if (auto ro = r.opt_bool("rounding")) g.rounding = *ro;
+  r.finish();
+  return g;
+}
+
 GateRule parse_rule(const nlohmann::json& j, const std::string& where, const std::string& path) {
   json_input::ObjectReader r(j, where, path);
   GateRule rule;
@@ -52,15 +74,20 @@ GateRule parse_rule(const nlohmann::json& j, const std::string& where, const std
   rule.min = r.opt_number("min");
   rule.max = r.opt_number("max");
   rule.max_ratio_to_baseline = r.opt_number("max_ratio_to_baseline");
-  if (!rule.min && !rule.max && !rule.max_ratio_to_baseline)
+  if (const auto* g = r.optional("growth")) rule.growth = parse_growth(*g, where, path + ".growth");
+  if (!rule.min && !rule.max && !rule.max_ratio_to_baseline && !rule.growth)
     throw InputError(where + ": " + path + ": rule '" + rule.id +
-                     "' has no bound (give min, max or max_ratio_to_baseline)");
+                     "' has no bound (give min, max, max_ratio_to_baseline or growth)");
   if (rule.min && rule.max && *rule.min > *rule.max)
     r.fail("min", "min " + format_number(*rule.min, 6) + " is above max " + format_number(*rule.max, 6));
   if (auto c = r.opt_number("confidence")) {
     if (!rule.is_speed()) r.fail("confidence", "only a speedup rule has a confidence");
     if (!(*c > 0.0 && *c < 1.0)) r.fail("confidence", "expected a number between 0 and 1 (exclusive)");
     rule.confidence = *c;
+  }
+  if (rule.growth) {
+    if (rule.is_speed()) r.fail("growth", "not meaningful for speedup (use min)");
+    if (rule.metric == "cosine") r.fail("growth", "not meaningful for cosine (higher is better)");
   }
   if (rule.is_speed()) {
     if (rule.against != "baseline") r.fail("against", "speedup is measured against the baseline only");
@@ -90,9 +117,12 @@ GateRule parse_rule(const nlohmann::json& j, const std::string& where, const std
 }  // namespace
 
 const std::vector<std::string>& gate_tensor_names() {
-  static const std::vector<std::string> names = {
-      "attention", "stages", "norm1", "modulate1", "qkv", "q_rope", "k_rope", "out_proj",
-      "residual1", "norm2", "modulate2", "fc1", "swiglu", "fc2", "output"};
+  // "attention" is both the attention tensor and a block stage.
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v = {"stages"};
+    for (const auto& s : block_stage_table()) v.emplace_back(s.name);
+    return v;
+  }();
   return names;
 }
 
@@ -101,6 +131,10 @@ std::string GateRule::bound_text() const {
   if (min) parts.push_back(">= " + format_number(*min, 6));
   if (max) parts.push_back("<= " + format_number(*max, 6));
   if (max_ratio_to_baseline) parts.push_back("<= " + format_number(*max_ratio_to_baseline, 6) + " x baseline");
+  if (growth)
+    parts.push_back(growth->from_table ? std::string("<= the stage table's growth bound")
+                                       : "<= " + format_number(growth->floor, 6) + " + " +
+                                             format_number(growth->factor, 6) + " x inputs");
   std::string s;
   for (size_t i = 0; i < parts.size(); ++i) s += (i ? " and " : "") + parts[i];
   return s;
@@ -111,11 +145,17 @@ nlohmann::json GateRule::to_json() const {
   if (min) j["min"] = *min;
   if (max) j["max"] = *max;
   if (max_ratio_to_baseline) j["max_ratio_to_baseline"] = *max_ratio_to_baseline;
+  if (growth) j["growth"] = growth->to_json();
   if (is_speed()) j["confidence"] = confidence;
   if (optional) j["optional"] = true;
   if (!tensor.empty()) j["tensor"] = tensor;
   if (!description.empty()) j["description"] = description;
   return j;
+}
+
+nlohmann::json GrowthBound::to_json() const {
+  if (from_table) return "table";
+  return {{"floor", floor}, {"factor", factor}, {"rounding", rounding}};
 }
 
 nlohmann::json GateFile::to_json() const {

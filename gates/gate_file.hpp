@@ -12,6 +12,19 @@ namespace ts {
 
 inline constexpr const char* kGateSchema = "touchstone.gate/1";
 
+// The error-growth bound of a stage (gates/README.md "growth"): the figure
+// may be at most floor + factor x the largest figure of the same metric among
+// the stages this one reads (core/block_stage_table.hpp), plus, with
+// `rounding`, the unit roundoff of the coarser storage type when the two
+// sides are stored in different types (bf16 against float64). A stage is then
+// blamed only for error its inputs do not explain.
+struct GrowthBound {
+  bool from_table = false;  // "growth": "table": each stage's default floor and factor
+  double floor = 0, factor = 0;
+  bool rounding = true;
+  nlohmann::json to_json() const;
+};
+
 struct GateRule {
   std::string id;
   std::string metric;              // a metric_names() name or "speedup"
@@ -19,6 +32,7 @@ struct GateRule {
   std::optional<double> min, max;
   // Candidate-vs-exact figure <= k * baseline-vs-exact figure (against exact only).
   std::optional<double> max_ratio_to_baseline;
+  std::optional<GrowthBound> growth;
   double confidence = 0.95;  // two-sided bootstrap interval of the speedup
   bool optional = false;     // a missing measurement is not INCONCLUSIVE
   std::string tensor;        // overrides the gate's tensor for this rule ("" = the gate's)

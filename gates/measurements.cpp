@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/block_stage_table.hpp"
 #include "core/error.hpp"
 #include "gates/json_input.hpp"
 #include "gates/metrics.hpp"
@@ -23,17 +24,9 @@ double to_ms(double v, const std::string& unit) { return unit == "s" ? v * 1000.
 
 // Stage name of block.md -> the component name the seed's block profile uses.
 std::string block_component(const std::string& stage) {
-  static const std::map<std::string, std::string> m = {
-      {"norm1", "norm"},          {"norm2", "norm"},
-      {"modulate1", "modulate"},  {"modulate2", "modulate"},
-      {"qkv", "qkv_projection"},  {"q_rope", "rms_rope"},
-      {"k_rope", "rms_rope"},     {"attention", "attention"},
-      {"out_proj", "output_projection"}, {"residual1", "residual_gates"},
-      {"output", "residual_gates"}, {"fc1", "mlp_fc1"},
-      {"swiglu", "swiglu"},       {"fc2", "mlp_fc2"},
-      {"stages", "module_forward"}};
-  auto it = m.find(stage);
-  return it == m.end() ? stage : it->second;
+  if (stage == "stages") return "module_forward";
+  const BlockStageInfo* s = find_block_stage(stage);
+  return s ? s->profile_component : stage;
 }
 
 }  // namespace
@@ -218,6 +211,9 @@ Evidence evidence_from_measurements(const MeasurementsFile& m, const GateFile& g
   }
   if (cand && base) {
     SpeedEvidence s;
+    // A report's figures carry no clock of ours: its documented single-figure
+    // rule (or its own samples) decides, on the report's clock.
+    s.clock = kClockImported;
     s.candidate_ms = to_ms(cand->value, cand->unit);
     s.baseline_ms = to_ms(base->value, base->unit);
     s.level = describe(*cand) == describe(*base) ? describe(*cand)
@@ -228,7 +224,8 @@ Evidence evidence_from_measurements(const MeasurementsFile& m, const GateFile& g
     else if (cand->quantity != base->quantity)
       s.note = "compared the candidate's " + cand->quantity + " with the baseline's " + base->quantity +
                " (" + cand->level + ")";
-    if (!cand->samples.empty() && !base->samples.empty()) {
+    if (cand->samples.size() >= static_cast<size_t>(kMinTimingSamples) &&
+        base->samples.size() >= static_cast<size_t>(kMinTimingSamples)) {
       std::vector<double> cs, bs;
       for (double v : cand->samples) cs.push_back(to_ms(v, cand->unit));
       for (double v : base->samples) bs.push_back(to_ms(v, base->unit));

@@ -57,7 +57,8 @@ std::string render_markdown(const GateRun& run) {
       }
       out << " " << (it->figure ? format_number(*it->figure) + " " : "") << mark(*it) << " |";
     }
-    out << " **" << verdict_name(c.verdict) << "** |\n";
+    // Which clock decided the speed, on every row (ACCEPTs included).
+    out << " **" << verdict_name(c.verdict) << "**" << (c.clock.empty() ? "" : " (clock " + c.clock + ")") << " |\n";
   }
   bool any = false;
   for (const auto& c : run.candidates) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/block_stage_table.hpp"
 #include "core/error.hpp"
 
 namespace ts {
@@ -99,6 +100,36 @@ RuleOutcome judge_accuracy(const GateRule& r, const std::string& tensor, const E
                          format_number(*b.value) + " = " + format_number(limit));
     }
   }
+  if (r.growth) {
+    const BlockStageInfo* st = find_block_stage(tensor);
+    const GrowthBound& g = *r.growth;
+    const double floor = g.from_table ? (st ? st->floor : 0.0) : g.floor;
+    const double factor = g.from_table ? (st ? st->growth : 0.0) : g.factor;
+    double in = 0.0;
+    std::string from;
+    if (st)
+      for (BlockStage s : st->inputs) {
+        const Lookup f = lookup(figures_for(r.against == "exact" ? ev.vs_exact : ev.vs_baseline, stage_name(s)), r.metric);
+        if (!f.present) continue;
+        // An undefined input figure explains any error downstream.
+        const double v = f.value && !std::isnan(*f.value) ? *f.value : HUGE_VAL;
+        if (v > in || from.empty()) {
+          in = std::max(in, v);
+          from = stage_name(s);
+        }
+      }
+    double round = 0.0;
+    if (g.rounding) {
+      auto it = ev.roundoff.find(tensor);
+      if (it != ev.roundoff.end()) round = it->second;
+    }
+    const double limit = floor + factor * in + round;
+    o.limit = limit;
+    o.bound = "<= " + format_number(floor) + " + " + format_number(factor) + " x " + format_number(in) +
+              (from.empty() ? " (no input stage compared)" : " (" + from + ")") +
+              (round > 0 ? " + rounding " + format_number(round) : "") + " = " + format_number(limit);
+    if (!(x <= limit)) failed.push_back(format_number(x) + " > growth bound " + format_number(limit));
+  }
   if (failed.empty()) {
     o.status = RuleStatus::pass;
     o.message = what + " = " + format_number(x) + " within " + o.bound;
@@ -120,6 +151,11 @@ RuleOutcome judge_speed(const GateRule& r, const std::string& tensor, const Evid
     if (r.max) b << "<= " << format_number(*r.max);
     o.bound = b.str();
   }
+  if (ev.speed && !ev.speed->missing.empty()) {
+    o.status = RuleStatus::missing;
+    o.message = "speedup vs baseline (" + tensor + ") not judged: " + ev.speed->missing;
+    return o;
+  }
   if (!ev.speed || (!ev.speed->interval && !(ev.speed->candidate_ms && ev.speed->baseline_ms))) {
     o.status = RuleStatus::missing;
     o.message = "missing measurement: speedup vs baseline (" + tensor + "): no timing";
@@ -130,6 +166,7 @@ RuleOutcome judge_speed(const GateRule& r, const std::string& tensor, const Evid
   if (s.candidate_ms && s.baseline_ms)
     times = format_number(*s.candidate_ms) + " ms vs baseline " + format_number(*s.baseline_ms) + " ms";
   if (!s.level.empty()) times += (times.empty() ? "" : ", ") + s.level;
+  if (!s.clock.empty()) times += (times.empty() ? "" : ", ") + std::string("clock ") + s.clock;
 
   if (s.interval) {
     const Interval& iv = *s.interval;
@@ -267,6 +304,11 @@ CandidateVerdict judge(const GateFile& gate, const Evidence& ev, const std::stri
         std::any_of(gate.rules.begin(), gate.rules.end(), [](const GateRule& r) { return r.is_speed(); }))
       v.notes.push_back("speed judged on single figures (no samples, no confidence interval)");
     if (ev.speed && !ev.speed->note.empty()) v.notes.push_back(ev.speed->note);
+    for (const auto& o : v.outcomes)
+      if (o.metric == "speedup" && (o.status == RuleStatus::pass || o.status == RuleStatus::fail ||
+                                    o.status == RuleStatus::inconclusive) && ev.speed)
+        v.clock = ev.speed->clock;
+    if (!v.clock.empty()) v.notes.push_back(std::string("speed decided on the ") + v.clock + " clock");
   }
   bool any_fail = false, any_open = false;
   for (const auto& o : v.outcomes) {
@@ -292,6 +334,8 @@ nlohmann::json SpeedEvidence::to_json() const {
   j["candidate_ms"] = candidate_ms ? nlohmann::json(*candidate_ms) : nlohmann::json();
   j["baseline_ms"] = baseline_ms ? nlohmann::json(*baseline_ms) : nlohmann::json();
   j["single_figure"] = single_figure;
+  j["clock"] = clock;
+  if (!missing.empty()) j["missing"] = missing;
   j["level"] = level;
   if (!note.empty()) j["note"] = note;
   j["other_levels"] = other_levels;
@@ -322,6 +366,7 @@ nlohmann::json CandidateVerdict::to_json() const {
   j["notes"] = notes;
   if (!error.empty()) j["error"] = error;
   if (!repro.empty()) j["repro"] = repro;
+  j["clock"] = clock.empty() ? nlohmann::json(nullptr) : nlohmann::json(clock);
   j["details"] = details;
   return j;
 }

@@ -27,7 +27,22 @@ inline constexpr double kZeroGuardExcess = 0.5;
 // ||b|| = 0), absent = not measured. Keys as metric_map() gives them.
 using Figures = std::map<std::string, std::optional<double>>;
 
+// The clock a timing sample was taken on. Samples on different clocks never
+// pair (a device's CUDA-event time omits the host work a steady-clock time
+// holds); /timings without a clock attribute are "unknown" and pair with
+// nothing.
+inline constexpr const char* kClockDevice = "device_events";  // CUDA events around the kernels
+inline constexpr const char* kClockHost = "host_steady";      // the host's steady clock
+inline constexpr const char* kClockImported = "imported";     // a single figure from a report
+inline constexpr const char* kClockUnknown = "unknown";
+// A speed rule is judged only on at least this many samples a side.
+inline constexpr int kMinTimingSamples = 3;
+
 struct SpeedEvidence {
+  std::string clock;  // which clock decided (kClock*), empty when nothing was timed
+  // Non-empty: the speed cannot be judged, and why (no timings, clocks
+  // differ, too few samples); speed rules are then missing.
+  std::string missing;
   std::optional<Interval> interval;  // from samples
   // The deciding figures: single figures, or the medians of the samples.
   std::optional<double> candidate_ms, baseline_ms;
@@ -45,6 +60,10 @@ struct Evidence {
   // Per tensor ("attention", a stage name): candidate vs baseline, candidate
   // vs exact, baseline vs exact.
   std::map<std::string, Figures> vs_baseline, vs_exact, baseline_vs_exact;
+  // Per tensor: the unit roundoff of the coarser storage type when the two
+  // sides are stored in different types (bf16 vs float64: 2^-8), else 0; a
+  // growth rule with `rounding` allows it.
+  std::map<std::string, double> roundoff;
   std::optional<SpeedEvidence> speed;
   std::vector<std::string> notes;
   nlohmann::json details = nlohmann::json::object();  // metrics, timings, for the JSON report
@@ -72,6 +91,7 @@ struct CandidateVerdict {
   std::vector<std::string> notes;
   std::string error;
   std::string repro;  // one-line command reproducing a verdict that is not ACCEPT
+  std::string clock;  // the clock the speed was judged on; empty when no speed rule was judged
   nlohmann::json details = nlohmann::json::object();
   nlohmann::json to_json() const;
 };

@@ -19,6 +19,8 @@ class StoredBackend final : public AttentionBackend {
       if (t.rank() != 1 || t.numel() == 0)
         throw InputError(fixture_ + ": " + timings + ": expected a non-empty 1-D array of ms");
       timings_ = t.data;
+      const nlohmann::json a = read_attrs(fixture_, timings);
+      clock_ = a.contains("clock") && a["clock"].is_string() ? a["clock"].get<std::string>() : "unknown";
     }
   }
   std::string name() const override { return name_; }
@@ -38,10 +40,13 @@ class StoredBackend final : public AttentionBackend {
     return r;
   }
   std::optional<std::vector<double>> stored_timings_ms() const override { return timings_; }
+  std::string stored_timings_clock() const override { return clock_; }
+  bool is_stored() const override { return true; }
 
  private:
   std::string name_, fixture_, dataset_;
   std::optional<std::vector<double>> timings_;
+  std::string clock_;
 };
 
 }  // namespace

@@ -48,6 +48,12 @@ class AttentionBackend {
   // Backends that replay a stored output (stored:NAME) also replay its timing
   // samples from /timings/NAME; computed backends return nothing and are timed.
   virtual std::optional<std::vector<double>> stored_timings_ms() const { return std::nullopt; }
+  // The clock those samples were taken on: the `clock` attribute of
+  // /timings/NAME ("device_events", "host_steady"), "unknown" when absent.
+  virtual std::string stored_timings_clock() const { return ""; }
+  // Replays a stored output: reading it is not running a kernel, so it is
+  // never timed here.
+  virtual bool is_stored() const { return false; }
 };
 
 }  // namespace ts

@@ -26,13 +26,6 @@ const char* linear_mode_name(LinearMode mode) {
   throw InternalError("linear_mode_name: unknown mode");
 }
 
-const std::vector<std::string>& block_stage_names() {
-  static const std::vector<std::string> names = {
-      "norm1",    "modulate1", "qkv",       "q_rope", "k_rope", "attention", "out_proj",
-      "residual1", "norm2",    "modulate2", "fc1",    "swiglu", "fc2",       "output"};
-  return names;
-}
-
 const Tensor& BlockInputs::weight(const std::string& name) const {
   auto it = weights.find(name);
   if (it == weights.end()) throw InputError("block: missing weight '" + name + "'");
@@ -182,15 +175,19 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
   std::map<std::string, Tensor>& st = res.stages;
   const Timer total;
   Progress progress("block stages", static_cast<int64_t>(block_stage_names().size()));
-  auto timed = [&](const std::string& name, auto&& fn) {
+  using St = BlockStage;
+  const auto N = [](BlockStage s) { return std::string(stage_name(s)); };
+  auto timed = [&](BlockStage stage, auto&& fn) {
+    const std::string name = N(stage);
     const Timer t;
     st[name] = fn();
     res.stage_ms[name] = t.ms();
     progress.advance();
   };
   // A stage that is not asked for is dropped once nothing later reads it.
-  auto done_with = [&](const std::string& name) {
+  auto done_with = [&](BlockStage stage) {
     if (opts.keep.empty()) return;
+    const std::string name = N(stage);
     for (const auto& k : opts.keep)
       if (k == name) return;
     st.erase(name);
@@ -200,20 +197,20 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
     return blk::linear_stage(xin.ptr(), S, K, in.weight(w), in.bias(b), lin, std::move(shape));
   };
 
-  timed("norm1", [&] { return blk::rms_norm_stage(in.x, in.weight("norm1_w"), c.rms_eps, ar); });
-  timed("modulate1", [&] { return blk::modulate_stage(st["norm1"], in, kShiftMsa, kScaleMsa, ar); });
-  done_with("norm1");
-  timed("qkv", [&] { return linear(st["modulate1"], M, "w_qkv", "b_qkv", {S, 3, H, D}); });
-  done_with("modulate1");
-  timed("q_rope", [&] { return blk::qk_rope_stage(st["qkv"], 0, in.weight("q_norm"), in, ar); });
-  timed("k_rope", [&] { return blk::qk_rope_stage(st["qkv"], 1, in.weight("k_norm"), in, ar); });
-  timed("attention", [&] {
+  timed(St::norm1, [&] { return blk::rms_norm_stage(in.x, in.weight("norm1_w"), c.rms_eps, ar); });
+  timed(St::modulate1, [&] { return blk::modulate_stage(st[N(St::norm1)], in, kShiftMsa, kScaleMsa, ar); });
+  done_with(St::norm1);
+  timed(St::qkv, [&] { return linear(st[N(St::modulate1)], M, "w_qkv", "b_qkv", {S, 3, H, D}); });
+  done_with(St::modulate1);
+  timed(St::q_rope, [&] { return blk::qk_rope_stage(st[N(St::qkv)], 0, in.weight("q_norm"), in, ar); });
+  timed(St::k_rope, [&] { return blk::qk_rope_stage(st[N(St::qkv)], 1, in.weight("k_norm"), in, ar); });
+  timed(St::attention, [&] {
     AttentionProblem p;
-    p.q = BSHDView::of(st["q_rope"]);
-    p.k = BSHDView::of(st["k_rope"]);
+    p.q = BSHDView::of(st[N(St::q_rope)]);
+    p.k = BSHDView::of(st[N(St::k_rope)]);
     // v is read in place from qkv [S, 3, H, D].
     p.v = p.q;
-    p.v.p = st["qkv"].ptr() + 2 * H * D;
+    p.v.p = st[N(St::qkv)].ptr() + 2 * H * D;
     p.v.sS = 3 * H * D;
     p.input_dtype = ar == blk::Arith::f64 ? DType::f64 : DType::bf16;
     p.segments = c.segments;
@@ -231,29 +228,29 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
     }
     return std::move(r.out);
   });
-  done_with("qkv");
-  done_with("q_rope");
-  done_with("k_rope");
-  timed("out_proj", [&] { return linear(st["attention"], H * D, "w_out", "b_out", {S, M}); });
-  done_with("attention");
-  timed("residual1", [&] {
-    return blk::gated_residual_stage(in.x, st["out_proj"], in, kGateMsa, ar);
+  done_with(St::qkv);
+  done_with(St::q_rope);
+  done_with(St::k_rope);
+  timed(St::out_proj, [&] { return linear(st[N(St::attention)], H * D, "w_out", "b_out", {S, M}); });
+  done_with(St::attention);
+  timed(St::residual1, [&] {
+    return blk::gated_residual_stage(in.x, st[N(St::out_proj)], in, kGateMsa, ar);
   });
-  done_with("out_proj");
-  timed("norm2", [&] { return blk::rms_norm_stage(st["residual1"], in.weight("norm2_w"), c.rms_eps, ar); });
-  timed("modulate2", [&] { return blk::modulate_stage(st["norm2"], in, kShiftMlp, kScaleMlp, ar); });
-  done_with("norm2");
-  timed("fc1", [&] { return linear(st["modulate2"], M, "w_fc1", "b_fc1", {S, 2 * F}); });
-  done_with("modulate2");
-  timed("swiglu", [&] { return blk::swiglu_stage(st["fc1"], ar); });
-  done_with("fc1");
-  timed("fc2", [&] { return linear(st["swiglu"], F, "w_fc2", "b_fc2", {S, M}); });
-  done_with("swiglu");
-  timed("output", [&] {
-    return blk::gated_residual_stage(st["residual1"], st["fc2"], in, kGateMlp, ar);
+  done_with(St::out_proj);
+  timed(St::norm2, [&] { return blk::rms_norm_stage(st[N(St::residual1)], in.weight("norm2_w"), c.rms_eps, ar); });
+  timed(St::modulate2, [&] { return blk::modulate_stage(st[N(St::norm2)], in, kShiftMlp, kScaleMlp, ar); });
+  done_with(St::norm2);
+  timed(St::fc1, [&] { return linear(st[N(St::modulate2)], M, "w_fc1", "b_fc1", {S, 2 * F}); });
+  done_with(St::modulate2);
+  timed(St::swiglu, [&] { return blk::swiglu_stage(st[N(St::fc1)], ar); });
+  done_with(St::fc1);
+  timed(St::fc2, [&] { return linear(st[N(St::swiglu)], F, "w_fc2", "b_fc2", {S, M}); });
+  done_with(St::swiglu);
+  timed(St::output, [&] {
+    return blk::gated_residual_stage(st[N(St::residual1)], st[N(St::fc2)], in, kGateMlp, ar);
   });
-  done_with("residual1");
-  done_with("fc2");
+  done_with(St::residual1);
+  done_with(St::fc2);
   res.total_ms = total.ms();
   return res;
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/block_config.hpp"
+#include "core/block_stage_table.hpp"
 #include "core/tensor.hpp"
 #include "reference/attention_problem.hpp"
 
@@ -25,8 +26,6 @@ enum class LinearMode { fp64, bf16, nvfp4 };
 LinearMode linear_mode_from_name(const std::string& name);  // throws InputError
 const char* linear_mode_name(LinearMode mode);
 
-// The fourteen stage names of block.md, in block order.
-const std::vector<std::string>& block_stage_names();
 
 // Indices into the six modulation vectors of a row of /block/modulation.
 enum ModIndex : int { kShiftMsa = 0, kScaleMsa, kGateMsa, kShiftMlp, kScaleMlp, kGateMlp };

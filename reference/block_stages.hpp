@@ -7,7 +7,7 @@
 //                 (bf16 and nvfp4 linear modes).
 // They are public so that a captured run's elementwise stages can be
 // recomputed from its own observed inputs and checked bit for bit
-// (tools/compare_stages: "recompute").
+// (drivers/stage_comparison: "recompute").
 #include <cstdint>
 
 #include "core/tensor.hpp"

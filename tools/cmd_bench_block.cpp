@@ -29,7 +29,7 @@ double vm_hwm_bytes() {
 struct Opts {
   std::string preset = "ci", linear = "fp64", recipe = "te", attention = "exact";
   uint64_t seed = 1;
-  bool json = false;
+  ts::cli::ReportTarget json;
 };
 
 int run(const Opts& o) {
@@ -54,7 +54,7 @@ int run(const Opts& o) {
   const double hwm = vm_hwm_bytes();
 
   const std::string name = ts::block_output_name(bo, attention->name());
-  if (o.json) {
+  if (o.json.on()) {
     nlohmann::json stages = nlohmann::json::array();
     for (const auto& s : ts::block_stage_names())
       stages.push_back({{"stage", s}, {"ms", r.stage_ms.at(s)}, {"shape", r.stages.at(s).shape}});
@@ -67,8 +67,8 @@ int run(const Opts& o) {
                         {"stages", stages},
                         {"total_ms", r.total_ms},
                         {"peak_rss_bytes", hwm}};
-    std::cout << j.dump(2) << "\n";
-    return ts::kPass;
+    o.json.emit(j.dump(2) + "\n");
+    if (o.json.to_stdout()) return ts::kPass;
   }
   const auto& c = in.config;
   std::printf("bench block %s: %s, S=%lld M=%lld H=%lld D=%lld F=%lld, %d threads (inputs synthesized in %.1f s)\n",
@@ -97,7 +97,8 @@ ts::cli::Registration reg{
       app.add_option("--attention", o->attention, "attention backend spec (exact, sage2:preset=NAME, sol:...)")
           ->capture_default_str();
       app.add_option("--seed", o->seed, "synthesis seed")->capture_default_str();
-      app.add_flag("--json", o->json, "print the result as JSON");
+      ts::cli::add_json_option(app, o->json, "the result");
+      ts::cli::set_example(app, "touchstone bench block --preset ci --linear nvfp4");
       return [o] { return run(*o); };
     }};
 

@@ -27,7 +27,7 @@ struct Opts {
   int reps = 3;
   uint64_t seed = 1;
   std::vector<std::string> backends;
-  bool json = false;
+  ts::cli::ReportTarget json;
 };
 
 // exact, sage2 at each preset whose kernel differs from the ones before it
@@ -96,7 +96,7 @@ int run(const Opts& o) {
       break;
     }
 
-  if (o.json) {
+  if (o.json.on()) {
     nlohmann::json j = {{"source", source},
                         {"S", problem.q.S},
                         {"H", problem.q.H},
@@ -110,8 +110,8 @@ int run(const Opts& o) {
       if (r.stats.contains("density")) row["density"] = r.stats["density"];
       j["rows"].push_back(row);
     }
-    std::cout << j.dump(2) << "\n";
-    return ts::kPass;
+    o.json.emit(j.dump(2) + "\n");
+    if (o.json.to_stdout()) return ts::kPass;
   }
   std::printf("emulation timings, %s: S=%lld H=%lld D=%lld, %d thread(s), median of %d\n",
               source.c_str(), (long long)problem.q.S, (long long)problem.q.H,
@@ -136,12 +136,14 @@ ts::cli::Registration reg{
           ->capture_default_str();
       app.add_option("--fixture", o->fixture, "time on this fixture's attention inputs instead");
       app.add_option("--reps", o->reps, "timed repetitions per backend (after one warm-up)")
-          ->capture_default_str();
+          ->capture_default_str()
+          ->check(CLI::Range(1, 1000000));
       app.add_option("--seed", o->seed, "synthesis seed")->capture_default_str();
       app.add_option("--backend", o->backends,
                      "backend spec to time (repeatable; default: exact, sage2 at each distinct preset, "
                      "sol at tau -100, 1.3, 3 and the int8 precisions)");
-      app.add_flag("--json", o->json, "print the result as JSON");
+      ts::cli::add_json_option(app, o->json, "the result");
+      ts::cli::set_example(app, "touchstone bench emulation --preset ci");
       return [o] { return run(*o); };
     }};
 

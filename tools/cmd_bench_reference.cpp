@@ -55,7 +55,7 @@ struct Opts {
   std::string preset = "ci", precision = "fp64";
   int reps = 3;
   uint64_t seed = 1;
-  bool json = false;
+  ts::cli::ReportTarget json;
 };
 
 int run(const Opts& o) {
@@ -90,7 +90,7 @@ int run(const Opts& o) {
   const double attn = flop / median / 1e9;
   const double gemm = eigen_dgemm_gflops(512, 4);
   const double peak = peak_rss_bytes();
-  if (o.json) {
+  if (o.json.on()) {
     nlohmann::json j = {{"preset", o.preset},
                         {"precision", o.precision},
                         {"threads", omp_get_max_threads()},
@@ -105,8 +105,9 @@ int run(const Opts& o) {
                         {"ratio", attn / gemm},
                         {"peak_rss_bytes", peak},
                         {"peak_rss_after_inputs_bytes", rss_inputs}};
-    std::cout << j.dump(2) << "\n";
-  } else {
+    o.json.emit(j.dump(2) + "\n");
+  }
+  if (!o.json.to_stdout()) {
     std::printf("exact attention (%s), preset %s: S=%lld H=%lld D=%lld, %d thread(s)\n",
                 o.precision.c_str(), o.preset.c_str(), (long long)p.q.S, (long long)p.q.H,
                 (long long)p.q.D, omp_get_max_threads());
@@ -128,9 +129,11 @@ ts::cli::Registration reg{
       app.add_option("--preset", o->preset, "tiny | ci | medium | block24")->capture_default_str();
       app.add_option("--precision", o->precision, "fp64 | fp32")->capture_default_str();
       app.add_option("--reps", o->reps, "timed repetitions (medium and block24: 1)")
-          ->capture_default_str();
+          ->capture_default_str()
+          ->check(CLI::Range(1, 1000000));
       app.add_option("--seed", o->seed, "synthesis seed")->capture_default_str();
-      app.add_flag("--json", o->json, "print the result as JSON");
+      ts::cli::add_json_option(app, o->json, "the result");
+      ts::cli::set_example(app, "touchstone bench reference --preset medium");
       return [o] { return run(*o); };
     }};
 

@@ -12,31 +12,42 @@
 #include "gates/metrics.hpp"
 #include "gates/report.hpp"
 #include "tools/command.hpp"
-#include "tools/compare_stages.hpp"
+#include "drivers/stage_comparison.hpp"
 
 namespace {
 
 struct Opts {
-  std::string fixture, a, b, gate, html;
-  bool json = false, breakdown = false, stages = false;
+  std::string fixture, a, b, gate, exact = "auto";
+  ts::cli::ReportTarget json, html, junit, markdown;
+  bool breakdown = false, stages = false;
   int top = 5;
 };
 
-// "exact" -> /outputs/exact/attention, "observed" -> /attention/observed,
-// another bare name -> /outputs/NAME/attention, a path starting with / as is.
-std::string dataset_of(const std::string& name) {
+// "exact" -> the stored exact output (/outputs/exact or /outputs/exact_cuda,
+// whichever is there; --exact exact_cuda prefers that one), "observed" ->
+// /attention/observed, another bare name -> /outputs/NAME/attention, a path
+// starting with / as is.
+std::string exact_spec;  // set once per run from --exact
+std::string dataset_of(const std::string& fixture, const std::string& name) {
   if (!name.empty() && name[0] == '/') return name;
   if (name == "observed") return "/attention/observed";
+  if (name == "exact") {
+    std::vector<std::string> names = {"exact", "exact_cuda"};
+    if (exact_spec == "exact_cuda") std::swap(names[0], names[1]);
+    for (const auto& n : names)
+      if (ts::has_dataset(fixture, "/outputs/" + n + "/attention")) return "/outputs/" + n + "/attention";
+  }
   return "/outputs/" + name + "/attention";
 }
 
 ts::Tensor read(const std::string& fixture, const std::string& name) {
-  const std::string ds = dataset_of(name);
+  const std::string ds = dataset_of(fixture, name);
   if (!ts::has_dataset(fixture, ds)) {
     std::string outs;
     for (const auto& n : ts::list_group(fixture, "/outputs")) outs += (outs.empty() ? "" : ", ") + n;
     throw ts::InputError(fixture + ": no dataset " + ds + " (for '" + name + "'; outputs: " +
-                         (outs.empty() ? "none" : outs) + ")");
+                         (outs.empty() ? "none" : outs) + ")" +
+                         (name == "exact" ? "; store one with touchstone reference F --backend exact (or exact_cuda)" : ""));
   }
   return ts::read_tensor(fixture, ds);
 }
@@ -50,15 +61,28 @@ std::string show(const std::optional<double>& v) {
 
 int run(const Opts& o) {
   if (o.stages) {
-    if (!o.html.empty()) throw ts::InputError("--html applies to a comparison of two tensors, not --stages");
-    return ts::compare_stages(o.fixture, o.a, o.b, o.gate, o.json);
+    ts::StageComparisonOptions so;
+    so.gate = o.gate;
+    so.exact = o.exact == "auto" ? "" : o.exact;
+    const ts::StageComparison c = ts::compare_stages(o.fixture, o.a, o.b, so);
+    o.json.emit(c.to_json().dump(2) + "\n");
+    o.junit.emit(ts::render_junit(c.run));
+    o.markdown.emit(ts::render_markdown(c.run));
+    o.html.emit(ts::render_html(c.run));
+    if (!o.json.to_stdout() && !o.junit.to_stdout() && !o.markdown.to_stdout() && !o.html.to_stdout())
+      std::cout << c.render_table() << std::flush;
+    return c.exit_code();
   }
   if (!o.gate.empty()) throw ts::InputError("--gate applies to --stages only");
+  if (o.junit.on() || o.markdown.on()) throw ts::InputError("--junit and --markdown apply to --stages (a judged comparison)");
+  if (o.exact != "auto" && o.exact != "exact" && o.exact != "exact_cuda")
+    throw ts::InputError("--exact: without --stages it picks which stored exact output 'exact' means: exact or exact_cuda");
+  exact_spec = o.exact;
   const ts::Tensor a = read(o.fixture, o.a), b = read(o.fixture, o.b);
   const ts::MetricSet m = ts::compute_metrics(a, b);
   nlohmann::json j{{"fixture", o.fixture},
-                   {"a", {{"name", o.a}, {"dataset", dataset_of(o.a)}, {"dtype", ts::dtype_name(a.dtype)}}},
-                   {"b", {{"name", o.b}, {"dataset", dataset_of(o.b)}, {"dtype", ts::dtype_name(b.dtype)}}},
+                   {"a", {{"name", o.a}, {"dataset", dataset_of(o.fixture, o.a)}, {"dtype", ts::dtype_name(a.dtype)}}},
+                   {"b", {{"name", o.b}, {"dataset", dataset_of(o.fixture, o.b)}, {"dtype", ts::dtype_name(b.dtype)}}},
                    {"shape", a.shape_string()},
                    {"metrics", m.to_json()}};
   std::optional<ts::MetricBreakdown> br;
@@ -68,7 +92,7 @@ int run(const Opts& o) {
   // tensors have heads, without asking for --breakdown; a breakdown only the
   // page wanted does not fail the comparison, the page says why it is absent.
   std::string no_breakdown = "no breakdown: it needs [S, H, D] tensors, these are " + a.shape_string();
-  if (a.rank() == 3 && (o.breakdown || !o.html.empty())) {
+  if (a.rank() == 3 && (o.breakdown || o.html.on())) {
     try {
       const ts::Fixture fx = ts::load_fixture(o.fixture, {true, false});
       br = ts::compute_breakdown(a, b, fx.config);
@@ -81,27 +105,25 @@ int run(const Opts& o) {
     j["breakdown"] = br->to_json();
     j["worst"] = br->worst(static_cast<size_t>(o.top));
   }
-  if (!o.html.empty()) {
+  if (o.html.on()) {
     ts::CompareReport rep;
     rep.fixture = o.fixture;
     rep.a_name = o.a;
-    rep.a_dataset = dataset_of(o.a);
+    rep.a_dataset = dataset_of(o.fixture, o.a);
     rep.a_dtype = ts::dtype_name(a.dtype);
     rep.b_name = o.b;
-    rep.b_dataset = dataset_of(o.b);
+    rep.b_dataset = dataset_of(o.fixture, o.b);
     rep.b_dtype = ts::dtype_name(b.dtype);
     rep.shape = a.shape_string();
     rep.metrics = m;
     rep.breakdown = br;
     if (!br) rep.breakdown_note = no_breakdown;
-    ts::write_file_atomic(o.html, ts::render_compare_html(rep));
+    o.html.emit(ts::render_compare_html(rep));
   }
-  if (o.json) {
-    std::cout << j.dump(2) << "\n";
-    return ts::kPass;
-  }
-  std::cout << o.fixture << ": " << dataset_of(o.a) << " (" << ts::dtype_name(a.dtype) << ") vs "
-            << dataset_of(o.b) << " (" << ts::dtype_name(b.dtype) << "), " << a.shape_string() << "\n";
+  o.json.emit(j.dump(2) + "\n");
+  if (o.json.to_stdout() || o.html.to_stdout()) return ts::kPass;
+  std::cout << o.fixture << ": " << dataset_of(o.fixture, o.a) << " (" << ts::dtype_name(a.dtype) << ") vs "
+            << dataset_of(o.fixture, o.b) << " (" << ts::dtype_name(b.dtype) << "), " << a.shape_string() << "\n";
   const auto mm = ts::metric_map(m);
   for (const auto& name : ts::metric_names()) std::printf("  %-18s %s\n", name.c_str(), show(mm.at(name)).c_str());
   if (m.nonfinite_ref) std::printf("  note: the reference holds %lld non-finite values\n", static_cast<long long>(m.nonfinite_ref));
@@ -132,14 +154,25 @@ ts::cli::Registration reg{
       app.add_option("fixture", o->fixture, "fixture file")->required();
       app.add_option("a", o->a, "candidate: /path/in/fixture, exact, observed or an /outputs name")->required();
       app.add_option("b", o->b, "reference: as A")->required();
-      app.add_flag("--json", o->json, "print everything as JSON");
+      ts::cli::add_json_option(app, o->json, "everything");
       app.add_flag("--breakdown", o->breakdown, "per head, per 128-token query block, per latent frame");
-      app.add_option("--html", o->html,
-                     "write a self-contained HTML page: the metrics and SVG plots of rel_l2 per head, "
-                     "query block and frame");
-      app.add_option("--top", o->top, "how many of the worst groups to print")->capture_default_str();
-      app.add_flag("--stages", o->stages, "compare block stage sets (see compare_stages.hpp)");
-      app.add_option("--gate", o->gate, "with --stages: a touchstone.gate/1 file naming stage bounds");
+      ts::cli::add_report_option(app, "--html", o->html,
+                                 "write a self-contained HTML page: the metrics and SVG plots of rel_l2 per head, "
+                                 "query block and frame (with --stages: the verdict page)");
+      ts::cli::add_report_option(app, "--junit", o->junit, "with --stages: JUnit XML, one test case per stage x rule");
+      ts::cli::add_report_option(app, "--markdown", o->markdown, "with --stages: a Markdown summary");
+      app.add_option("--top", o->top, "how many of the worst groups to print")->capture_default_str()->check(CLI::PositiveNumber);
+      app.add_flag("--stages", o->stages,
+                   "compare block stage sets: A and B are observed, an /outputs name, or (B only) recompute; "
+                   "every stage a rule names is judged, exit 1 unless all pass");
+      app.add_option("--gate", o->gate,
+                     "with --stages: a touchstone.gate/1 file or built-in naming stage bounds (default: "
+                     "stages-default; block-elementwise-bit-exact for recompute)");
+      app.add_option("--exact", o->exact,
+                     "which stored exact output the name 'exact' means (exact or exact_cuda; auto: whichever "
+                     "is stored); with --stages: an exact stage set for rules against exact")
+          ->capture_default_str();
+      ts::cli::set_example(app, "touchstone compare f.h5 sage2_sm121 exact --breakdown   |   touchstone compare f.h5 observed block_nvfp4-te_sage2_sm121 --stages");
       return [o] { return run(*o); };
     }};
 

@@ -21,14 +21,14 @@
 #include "kernels_under_test/registry.hpp"
 #include "reference/sage2_presets.hpp"
 #include "tools/command.hpp"
-#include "tools/gate_runner.hpp"
+#include "drivers/gate_on_fixture.hpp"
 
 namespace {
 
 struct Opts {
   std::string preset = "ci", keep;
   uint64_t seed = 7;
-  bool json = false;
+  ts::cli::ReportTarget json;
   int pairs = 6;
 };
 
@@ -118,7 +118,7 @@ int run(const Opts& o) {
       ts::load_gate("sparse_acceptance"), path, baseline,
       {"sol:tau=1.3", "sol:tau=1.3,precision=int8_qk", "sol:tau=-100"}, go);
 
-  if (o.json) {
+  if (o.json.on()) {
     nlohmann::json j = {{"preset", o.preset}, {"seed", o.seed}, {"S", problem.q.S},
                         {"H", problem.q.H},   {"D", problem.q.D}, {"baseline", baseline},
                         {"backends", nlohmann::json::array()}};
@@ -130,8 +130,8 @@ int run(const Opts& o) {
                                {"vs_exact", r.vs_exact.to_json()},
                                {"vs_baseline", r.vs_sage2.to_json()}});
     j["gate"] = gate.to_json();
-    std::cout << j.dump(2) << "\n";
-    return ts::kPass;
+    o.json.emit(j.dump(2) + "\n");
+    if (o.json.to_stdout()) return ts::kPass;
   }
 
   std::printf("touchstone demo: synthetic '%s' fixture (seed %llu), S=%lld tokens (%lld video, "
@@ -168,10 +168,12 @@ ts::cli::Registration reg{
       app.add_option("--preset", o->preset, "synthetic preset: tiny | ci | medium")
           ->capture_default_str();
       app.add_option("--seed", o->seed, "synthesis seed")->capture_default_str();
-      app.add_option("--pairs", o->pairs, "timing pairs per candidate in the gate")
-          ->capture_default_str();
+      app.add_option("--pairs", o->pairs, "timing pairs per candidate in the gate (a speed rule needs at least 3)")
+          ->capture_default_str()
+          ->check(CLI::Range(1, 1000000));
       app.add_option("--keep", o->keep, "keep the fixture in this folder instead of a temporary one");
-      app.add_flag("--json", o->json, "print everything as JSON");
+      ts::cli::add_json_option(app, o->json, "the result");
+      ts::cli::set_example(app, "touchstone demo --preset ci");
       return [o] { return run(*o); };
     }};
 

@@ -47,6 +47,7 @@ Registration synth_reg{
                    "also synthesize /block (x, modulation, weights, observed stages); q, k, v "
                    "become the block's own attention inputs");
       app.add_option("-o,--output", o->out, "fixture file to write (HDF5)")->required();
+      ts::cli::set_example(app, "touchstone fixture synth --preset ci --seed 1 --with-block -o ci.h5");
       return [o]() -> int {
         const auto t0 = std::chrono::steady_clock::now();
         ts::SynthOptions so;
@@ -76,16 +77,17 @@ Registration inspect_reg{
     [](CLI::App& app) -> Action {
       struct Opts {
         std::string file;
-        bool json = false;
+        ts::cli::ReportTarget json;
       };
       auto o = std::make_shared<Opts>();
       app.add_option("file", o->file, "fixture file (HDF5)")->required();
-      app.add_flag("--json", o->json, "machine-readable output");
+      ts::cli::add_json_option(app, o->json, "the attributes and datasets");
+      ts::cli::set_example(app, "touchstone fixture inspect f.h5");
       return [o]() -> int {
         nlohmann::json j = ts::inspect_fixture(o->file);
-        if (o->json) {
-          std::cout << j.dump(2) << "\n";
-          return ts::kPass;
+        if (o->json.on()) {
+          o->json.emit(j.dump(2) + "\n");
+          if (o->json.to_stdout()) return ts::kPass;
         }
         std::cout << o->file << "\n";
         for (auto it = j["attrs"].begin(); it != j["attrs"].end(); ++it)
@@ -120,25 +122,26 @@ Registration validate_reg{
     [](CLI::App& app) -> Action {
       struct Opts {
         std::string file;
-        bool allow_nonfinite = false, json = false;
+        bool allow_nonfinite = false;
+        ts::cli::ReportTarget json;
       };
       auto o = std::make_shared<Opts>();
       app.add_option("file", o->file, "fixture file (HDF5)")->required();
       app.add_flag("--allow-nonfinite", o->allow_nonfinite, "accept NaN/Inf in input tensors");
-      app.add_flag("--json", o->json, "machine-readable output");
+      ts::cli::add_json_option(app, o->json, "the verdict");
+      ts::cli::set_example(app, "touchstone fixture validate f.h5 --json");
       return [o]() -> int {
         ts::LoadOptions lo;
         lo.allow_nonfinite = o->allow_nonfinite;
-        if (o->json) {
+        if (o->json.on()) {
           try {
-            std::cout << ts::validate_fixture_json(o->file, lo).dump(2) << "\n";
+            o->json.emit(ts::validate_fixture_json(o->file, lo).dump(2) + "\n");
           } catch (const ts::InputError& e) {
             // The verdict on stdout for machines, the line on stderr for people.
-            std::cout << nlohmann::json{{"ok", false}, {"file", o->file}, {"error", e.what()}}.dump(2)
-                      << "\n";
+            o->json.emit(nlohmann::json{{"ok", false}, {"file", o->file}, {"error", e.what()}}.dump(2) + "\n");
             throw;
           }
-          return ts::kPass;
+          if (o->json.to_stdout()) return ts::kPass;
         }
         std::cout << ts::validate_fixture(o->file, lo) << "\n";
         return ts::kPass;

@@ -12,7 +12,7 @@
 #include "gates/report.hpp"
 #include "gates/verdict.hpp"
 #include "tools/command.hpp"
-#include "tools/gate_runner.hpp"
+#include "drivers/gate_on_fixture.hpp"
 
 namespace {
 
@@ -22,8 +22,9 @@ struct Opts {
   int pairs = 10, warmup = 1, rotate = 2;
   double budget_s = 0;
   uint64_t seed = 1;
-  std::string json, junit, markdown, html;
-  bool allow_nonfinite = false;
+  ts::cli::ReportTarget json, junit, markdown, html;
+  std::string exact = "auto";
+  bool allow_nonfinite = false, allow_slow = false;
 };
 
 ts::GateRun run_measurements(const ts::GateFile& gate, const std::string& baseline_spec, const Opts& o) {
@@ -65,6 +66,8 @@ ts::GateRun run_fixture(const ts::GateFile& gate, const std::string& baseline, c
   go.seed = o.seed;
   go.allow_nonfinite = o.allow_nonfinite;
   go.gate_arg = o.gate;
+  go.exact = o.exact;
+  go.allow_slow = o.allow_slow;
   return ts::run_gate_on_fixture(gate, o.fixture, baseline, o.candidates, go);
 }
 
@@ -73,12 +76,17 @@ int run(const Opts& o) {
     throw ts::InputError("give exactly one of --fixture F or --measurements M.json");
   const ts::GateFile gate = ts::load_gate(o.gate);
   const std::string baseline = o.baseline.empty() ? gate.baseline : o.baseline;
+  int to_stdout = 0;
+  for (const auto* t : {&o.json, &o.junit, &o.markdown, &o.html}) to_stdout += t->to_stdout();
+  if (to_stdout > 1) throw ts::InputError("at most one of --json/--junit/--markdown/--html may go to stdout (-)");
+  if (!o.measurements.empty() && (o.exact != "auto" || o.allow_slow))
+    throw ts::InputError("--exact and --allow-slow apply to --fixture runs");
   const ts::GateRun r = o.fixture.empty() ? run_measurements(gate, baseline, o) : run_fixture(gate, baseline, o);
-  if (!o.json.empty()) ts::write_file_atomic(o.json, ts::render_json(r));
-  if (!o.junit.empty()) ts::write_file_atomic(o.junit, ts::render_junit(r));
-  if (!o.markdown.empty()) ts::write_file_atomic(o.markdown, ts::render_markdown(r));
-  if (!o.html.empty()) ts::write_file_atomic(o.html, ts::render_html(r));
-  std::cout << ts::render_terminal(r) << std::flush;
+  o.json.emit(ts::render_json(r));
+  o.junit.emit(ts::render_junit(r));
+  o.markdown.emit(ts::render_markdown(r));
+  o.html.emit(ts::render_html(r));
+  if (to_stdout == 0) std::cout << ts::render_terminal(r) << std::flush;
   return r.exit_code();
 }
 
@@ -98,17 +106,32 @@ ts::cli::Registration reg{
       app.add_option("--candidate,-c", o->candidates,
                      "candidate backend spec (repeatable); with --measurements a backend name "
                      "(default: every backend but the baseline)");
-      app.add_option("--pairs", o->pairs, "timed pairs per candidate (A B A B ...)")->capture_default_str();
-      app.add_option("--warmup", o->warmup, "untimed warm-up pairs")->capture_default_str();
-      app.add_option("--budget-s", o->budget_s, "stop timing a candidate after this many seconds (min 3 pairs)");
-      app.add_option("--rotate", o->rotate, "input copies timed runs cycle through")->capture_default_str();
+      app.add_option("--pairs", o->pairs,
+                     "timed pairs per candidate (A B A B ...); a speed rule needs at least 3")
+          ->capture_default_str()
+          ->check(CLI::Range(1, 1000000));
+      app.add_option("--warmup", o->warmup, "untimed warm-up pairs")->capture_default_str()->check(CLI::NonNegativeNumber);
+      app.add_option("--budget-s", o->budget_s, "stop timing a candidate after this many seconds (min 3 pairs; 0: no limit)")
+          ->capture_default_str()
+          ->check(CLI::NonNegativeNumber);
+      app.add_option("--rotate", o->rotate, "input copies timed runs cycle through")
+          ->capture_default_str()
+          ->check(CLI::Range(1, 1000));
+      app.add_option("--exact", o->exact,
+                     "the exact reference: auto (a stored /outputs/exact or /outputs/exact_cuda, else the "
+                     "device mirror for a large fixture when a device is present, else the CPU), exact, "
+                     "exact_cuda, or any backend spec")
+          ->capture_default_str();
+      app.add_flag("--allow-slow", o->allow_slow,
+                   "start even when the CPU work is estimated over the limit (10 min; env TOUCHSTONE_SLOW_LIMIT_S)");
       app.add_option("--seed", o->seed, "bootstrap seed")->capture_default_str();
-      app.add_option("--json", o->json, "write the full report as JSON to this file");
-      app.add_option("--junit", o->junit, "write JUnit XML (one test case per candidate x rule)");
-      app.add_option("--markdown", o->markdown, "write a Markdown summary (CI job summary)");
-      app.add_option("--html", o->html,
-                     "write a self-contained HTML page: verdicts, rules tables, figures against bounds as SVG plots");
+      ts::cli::add_json_option(app, o->json, "the full report");
+      ts::cli::add_report_option(app, "--junit", o->junit, "write JUnit XML (one test case per candidate x rule)");
+      ts::cli::add_report_option(app, "--markdown", o->markdown, "write a Markdown summary (CI job summary)");
+      ts::cli::add_report_option(app, "--html", o->html,
+                                 "write a self-contained HTML page: verdicts, rules tables, figures against bounds as SVG plots");
       app.add_flag("--allow-nonfinite", o->allow_nonfinite, "accept NaN/Inf in the fixture's inputs");
+      ts::cli::set_example(app, "touchstone gate --gate sage_compat --fixture f.h5 --candidate stored:my_kernel --junit gate.xml");
       return [o] { return run(*o); };
     }};
 

@@ -13,20 +13,20 @@ namespace {
 
 struct Opts {
   std::string report, out;
-  bool json = false;
+  ts::cli::ReportTarget json;
   std::vector<std::string> strip;
 };
 
 int run(const Opts& o) {
-  if (o.out.empty() && !o.json) throw ts::InputError("give -o M.json (or --json to print the measurements)");
+  if (o.out.empty() && !o.json.on()) throw ts::InputError("give -o M.json (or --json to print the measurements)");
   ts::ImportOptions io;
   for (const auto& s : o.strip) io.strip_suffixes.push_back(s);
   const ts::MeasurementsFile m = ts::import_report_file(o.report, io);
   const std::string text = m.to_json().dump(2) + "\n";
   if (!o.out.empty()) ts::write_file_atomic(o.out, text);
-  if (o.json) {
-    std::cout << text;
-    return ts::kPass;
+  if (o.json.on()) {
+    o.json.emit(text);
+    if (o.json.to_stdout()) return ts::kPass;
   }
   std::map<std::string, std::map<std::string, int>> counts;  // backend -> level -> n
   for (const auto& e : m.entries) counts[e.backend][e.level]++;
@@ -48,7 +48,8 @@ ts::cli::Registration reg{
       auto o = std::make_shared<Opts>();
       app.add_option("report", o->report, "benchmark report (JSON)")->required();
       app.add_option("-o,--output", o->out, "measurements file to write");
-      app.add_flag("--json", o->json, "print the measurements as JSON on stdout");
+      ts::cli::add_json_option(app, o->json, "the result");
+      ts::cli::set_example(app, "touchstone import-report gb10_sage2_vs_sol_block24.json -o m.json");
       app.add_option("--strip-suffix", o->strip,
                      "a further backend-name qualifier to strip (repeatable; "
                      "_exact_conditioning_kv always is)");

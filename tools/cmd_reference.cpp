@@ -11,7 +11,8 @@
 #include "kernels_under_test/registry.hpp"
 #include "reference/sage2_presets.hpp"
 #include "reference/backend_params.hpp"
-#include "tools/block_reference.hpp"
+#include "drivers/block_run.hpp"
+#include "drivers/run_estimate.hpp"
 #include "tools/command.hpp"
 
 namespace {
@@ -20,7 +21,8 @@ struct Opts {
   std::string fixture, backend = "exact", preset, precision, recipe = "te", linear = "fp64";
   std::string attention = "exact";
   double tau = 0;
-  bool have_tau = false, dump = false, json = false, block = false, allow_nonfinite = false;
+  bool have_tau = false, dump = false, block = false, allow_nonfinite = false;
+  ts::cli::ReportTarget json;
   std::vector<std::string> knobs;
 };
 
@@ -48,12 +50,17 @@ std::string build_spec(const Opts& o) {
 }
 
 int run(const Opts& o) {
-  if (o.block)
-    return ts::run_block_reference(o.fixture, o.linear, o.recipe, o.attention, o.json);
+  if (o.block) {
+    const ts::BlockRunReport rep = ts::run_block_reference(o.fixture, o.linear, o.recipe, o.attention);
+    o.json.emit(rep.json.dump(2) + "\n");
+    if (!o.json.to_stdout()) std::cout << rep.table << std::flush;
+    return ts::kPass;
+  }
+  const std::string spec = build_spec(o);
+  ts::require_device_for(spec);
   ts::LoadOptions lo;
   lo.allow_nonfinite = o.allow_nonfinite;
   const ts::Fixture fx = ts::load_fixture(o.fixture, lo);
-  const std::string spec = build_spec(o);
   auto backend = ts::make_attention_backend(spec, {o.fixture});
   const ts::AttentionProblem problem = ts::attention_problem(fx);
   const auto t0 = std::chrono::steady_clock::now();
@@ -77,14 +84,15 @@ int run(const Opts& o) {
     writes.push_back({group + "/intermediates/" + key, t, attrs});
   }
   ts::append_datasets(o.fixture, writes);
-  if (o.json) {
+  if (o.json.on()) {
     nlohmann::json j = {{"fixture", o.fixture},      {"backend", backend->name()},
                         {"spec", spec},              {"params", backend->params()},
                         {"dataset", group + "/attention"}, {"wall_ms", ms},
                         {"stats", r.stats},          {"intermediates", nlohmann::json::array()}};
     for (auto& [key, t] : r.intermediates) j["intermediates"].push_back(group + "/intermediates/" + key);
-    std::cout << j.dump(2) << "\n";
-  } else {
+    o.json.emit(j.dump(2) + "\n");
+  }
+  if (!o.json.to_stdout()) {
     std::printf("%s: wrote %s/attention %s %s in %.1f ms\n", o.fixture.c_str(), group.c_str(),
                 r.out.shape_string().c_str(), ts::dtype_name(r.out.dtype), ms);
     if (r.stats.contains("density"))
@@ -121,7 +129,8 @@ ts::cli::Registration reg{
       app.add_option("--attention", o->attention, "block attention backend spec")
           ->capture_default_str();
       app.add_flag("--allow-nonfinite", o->allow_nonfinite, "accept NaN/Inf in input tensors");
-      app.add_flag("--json", o->json, "print the result as JSON");
+      ts::cli::add_json_option(app, o->json, "the result");
+      ts::cli::set_example(app, "touchstone reference f.h5 --backend sage2 --preset sm121");
       return [o] { return run(*o); };
     }};
 

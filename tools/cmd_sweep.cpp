@@ -13,6 +13,7 @@
 #include "fixtures/attention_inputs.hpp"
 #include "fixtures/fixture.hpp"
 #include "gates/metrics.hpp"
+#include "drivers/run_estimate.hpp"
 #include "kernels_under_test/registry.hpp"
 #include "reference/sage2_presets.hpp"
 #include "tools/command.hpp"
@@ -22,10 +23,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Opts {
-  std::string fixture, backend = "sol", precision, baseline = ts::sage2_default_spec(), exact = "exact";
+  std::string fixture, backend = "sol", precision, baseline = ts::sage2_default_spec(), exact = "auto";
   std::vector<double> taus = {-100, 0, 0.5, 1, 1.3, 2, 3};
   std::vector<std::string> params;
-  bool json = false, allow_nonfinite = false;
+  ts::cli::ReportTarget json;
+  bool allow_nonfinite = false, allow_slow = false;
 };
 
 std::string fmt(double v) {
@@ -85,11 +87,19 @@ int run(const Opts& o) {
     specs.push_back(spec_for(o, t));
     ts::make_attention_backend(specs.back(), {o.fixture});
   }
-  ts::make_attention_backend(o.exact, {o.fixture});
+  const ts::ExactChoice exact_choice = ts::choose_exact(o.exact, o.fixture, fx.config);
+  ts::make_attention_backend(exact_choice.spec, {o.fixture});
+  ts::require_device_for(o.baseline);
   ts::make_attention_backend(o.baseline, {o.fixture});
+  for (const auto& sp : specs) ts::require_device_for(sp);
+  {
+    std::vector<std::pair<std::string, int>> runs = {{exact_choice.spec, 1}, {o.baseline, 1}};
+    for (const auto& sp : specs) runs.push_back({sp, 1});
+    ts::refuse_slow_cpu(runs, fx.config, ts::SlowGuard::from_env(o.allow_slow), "sweep");
+  }
 
   ts::Progress progress("sweep", static_cast<int64_t>(o.taus.size()) + 2);
-  const Timed exact = run_backend(o.exact, o.fixture, problem);
+  const Timed exact = run_backend(exact_choice.spec, o.fixture, problem);
   progress.advance();
   const Timed base = run_backend(o.baseline, o.fixture, problem);
   progress.advance();
@@ -117,13 +127,13 @@ int run(const Opts& o) {
     rows.push_back(row);
   }
 
-  if (o.json) {
+  if (o.json.on()) {
     nlohmann::json j = {{"fixture", o.fixture},
                         {"S", problem.q.S},
                         {"H", problem.q.H},
                         {"D", problem.q.D},
                         {"threads", omp_get_max_threads()},
-                        {"exact", {{"name", exact.name}, {"ms", exact.ms}}},
+                        {"exact", {{"name", exact.name}, {"ms", exact.ms}, {"spec", exact_choice.spec}, {"why", exact_choice.why}}},
                         {"baseline",
                          {{"spec", o.baseline},
                           {"name", base.name},
@@ -131,8 +141,8 @@ int run(const Opts& o) {
                           {"rel_l2_vs_exact", opt_json(base_vs_exact.rel_l2)},
                           {"cosine_vs_exact", opt_json(base_vs_exact.cosine)}}},
                         {"rows", rows}};
-    std::cout << j.dump(2) << "\n";
-    return ts::kPass;
+    o.json.emit(j.dump(2) + "\n");
+    if (o.json.to_stdout()) return ts::kPass;
   }
   std::printf("sweep %s on %s: S=%lld H=%lld D=%lld\n", o.backend.c_str(), o.fixture.c_str(),
               (long long)problem.q.S, (long long)problem.q.H, (long long)problem.q.D);
@@ -171,10 +181,15 @@ ts::cli::Registration reg{
       app.add_option("--baseline", o->baseline, "backend spec the rows are compared with")
           ->capture_default_str();
       app.add_option("--exact", o->exact,
-                     "backend spec of the exact reference (exact_cuda on a GPU machine for large fixtures)")
+                     "the exact reference: auto (a stored /outputs/exact or /outputs/exact_cuda, else the "
+                     "device mirror for a large fixture when a device is present, else the CPU), exact, "
+                     "exact_cuda, or any backend spec")
           ->capture_default_str();
+      app.add_flag("--allow-slow", o->allow_slow,
+                   "start even when the CPU work is estimated over the limit (10 min; env TOUCHSTONE_SLOW_LIMIT_S)");
       app.add_flag("--allow-nonfinite", o->allow_nonfinite, "accept NaN/Inf in the fixture inputs");
-      app.add_flag("--json", o->json, "print the result as JSON");
+      ts::cli::add_json_option(app, o->json, "the result");
+      ts::cli::set_example(app, "touchstone sweep f.h5 --tau 0,1,1.3,2 --exact auto");
       return [o] { return run(*o); };
     }};
 

@@ -18,4 +18,23 @@ struct Registration {
   Registration(const std::string& path, const std::string& help, Setup setup);
 };
 
+// Where a report goes: "" not asked, "-" stdout, else that file.
+struct ReportTarget {
+  std::string path;
+  bool on() const { return !path.empty(); }
+  bool to_stdout() const { return path == "-"; }
+  // Prints or writes (atomically) `text`.
+  void emit(const std::string& text) const;
+};
+// --json [PATH] the same way on every subcommand: alone or "-" prints the JSON
+// on stdout (instead of the text), a path writes that file (and the text
+// still goes to stdout). The path is checked when the command line is
+// parsed, so a bad one exits 2 before any work.
+CLI::Option* add_json_option(CLI::App& app, ReportTarget& target, const std::string& what);
+// --junit/--markdown/--html PATH: a report file ("-": stdout), checked at parse time.
+CLI::Option* add_report_option(CLI::App& app, const std::string& flag, ReportTarget& target,
+                               const std::string& help);
+// "Example:" lines under a subcommand's --help.
+void set_example(CLI::App& app, const std::string& example);
+
 }  // namespace ts::cli

@@ -57,7 +57,7 @@ TEST_CASE("malformed gate files name the JSON path") {
   CHECK(error_of(R"({"schema": "touchstone.gate/1", "name": "t", "rules": [{"id": "a", "metric": "rel_l2", "max": "0.05"}]})") ==
         "g.json: rules[0].max: expected a number, got string");
   CHECK(error_of("{" + kHead + R"("rules": [{"id": "a", "metric": "rel_l2", "max": 1}, {"id": "b", "metric": "rel_l2", "maxx": 1}]})") ==
-        "g.json: rules[1]: rule 'b' has no bound (give min, max or max_ratio_to_baseline)");
+        "g.json: rules[1]: rule 'b' has no bound (give min, max, max_ratio_to_baseline or growth)");
   CHECK(error_of("{" + kHead + R"("rules": [{"id": "a", "metric": "rel_l2", "max": 1, "maxx": 1}]})") ==
         "g.json: rules[0].maxx: unknown key");
   CHECK(error_of("{" + kHead + R"("extra": 1, "rules": [{"id": "a", "metric": "rel_l2", "max": 1}]})") ==
@@ -103,4 +103,24 @@ TEST_CASE("a rule may name its own tensor, and bounds print") {
   CHECK(g.rules[0].bound_text() == ">= 0 and <= 0.01");
   CHECK(g.rules[1].bound_text() == "<= 2 x baseline");
   CHECK(g.description == "d");
+}
+
+TEST_CASE("a growth rule parses, round-trips and refuses what it cannot mean") {
+  const ts::GateFile g = ts::parse_gate("{" + kHead + R"("tensor": "stages", "rules": [
+      {"id": "t", "metric": "rel_l2", "growth": "table"},
+      {"id": "e", "metric": "rel_l2", "growth": {"floor": 1e-3, "factor": 2, "rounding": false}}]})", "g.json");
+  REQUIRE(g.rules[0].growth);
+  CHECK(g.rules[0].growth->from_table);
+  CHECK(g.rules[1].growth->factor == 2);
+  CHECK_FALSE(g.rules[1].growth->rounding);
+  CHECK(ts::parse_gate("{" + kHead + "\"rules\": [" + g.rules[1].to_json().dump() + "]}", "rt").rules[0].to_json() ==
+        g.rules[1].to_json());
+  CHECK(error_of("{" + kHead + R"("rules": [{"id": "a", "metric": "cosine", "growth": "table"}]})")
+            .find("not meaningful for cosine") != std::string::npos);
+  CHECK(error_of("{" + kHead + R"("rules": [{"id": "a", "metric": "rel_l2", "growth": "tabel"}]})")
+            .find("expected \"table\"") != std::string::npos);
+  CHECK(error_of("{" + kHead + R"("rules": [{"id": "a", "metric": "rel_l2", "growth": {"floor": 1}}]})")
+            .find("needs both floor and factor") != std::string::npos);
+  // The shipped stage gates are built in.
+  CHECK(ts::load_gate("stages-default").rules[1].growth->from_table);
 }

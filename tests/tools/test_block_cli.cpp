@@ -168,11 +168,12 @@ TEST_CASE("fixture synth --with-block, then a bit-exact replay, all through the 
   REQUIRE(cli("reference " + f + " " + kReplay).code == 0);
   const auto j = compare_json(f, "observed", kObserved, "--gate stages-bit-exact", 0);
   CHECK(j["compared"] == 14);
-  // A replay at another precision is not bit-exact, and the table says where it starts.
+  // A replay at another precision: bf16 rounding (norm1, modulate1) is within the default bounds,
+  // the first NVFP4 linear is not, and the table says so.
   REQUIRE(cli("reference " + f + " --block --linear fp64 --attention exact").code == 0);
   const Result t = cli("compare " + f + " observed block_fp64_exact --stages");
   CHECK(t.code == 1);
-  CHECK(t.out.find("first stage over its bound: norm1") != std::string::npos);
+  CHECK(t.out.find("first stage over its bound: qkv") != std::string::npos);
 }
 
 TEST_CASE("bench block and bad input", "[block][cli]") {

@@ -1,4 +1,4 @@
-#include "tools/gate_runner.hpp"
+#include "drivers/gate_on_fixture.hpp"
 
 #include <memory>
 
@@ -69,44 +69,88 @@ void run_reporting(AttentionBackend& b, const AttentionProblem& p, ReportedTimer
     t->report(r.stats["device_ms"].get<double>());
 }
 
-std::string fallback_note(const ReportedTimer& t) {
-  return t.fallbacks() ? "; " + std::to_string(t.fallbacks()) + " run(s) reported no device time and were "
-                             "timed by the steady clock"
-                       : "";
-}
+// Samples of one side and the clock they were taken on; `missing` says why
+// there are none.
+struct Samples {
+  std::vector<double> ms;
+  std::string clock, how, missing;
+};
 
-// Samples of one backend on its own, and how they were taken.
-std::pair<std::vector<double>, std::string> time_alone(AttentionBackend& b, const RotatedInputs& in,
-                                                       const GateRunOptions& o) {
+// A stored output replays its /timings (never a timed file read); a computed
+// backend is timed on its own: CUDA events when it reports them, else the
+// steady clock.
+Samples samples_alone(AttentionBackend& b, const RotatedInputs& in, const GateRunOptions& o) {
+  Samples s;
+  if (b.is_stored()) {
+    const auto t = b.stored_timings_ms();
+    if (!t) {
+      s.missing = "no timings: stored:" + b.name() + " has no /timings/" + b.name() +
+                  " (reading a stored output is not timed as a kernel)";
+      return s;
+    }
+    s.ms = *t;
+    s.clock = b.stored_timings_clock();
+    s.how = "stored /timings/" + b.name();
+    return s;
+  }
   const bool device = reports_device_time(b);
   ReportedTimer t;
   for (int w = 0; w < o.warmup; ++w) b.run(in.problems[0]);
-  std::vector<double> ms;
   for (int p = 0; p < o.pairs; ++p) {
     t.start();
     run_reporting(b, in.problems[static_cast<size_t>(p) % in.problems.size()], device ? &t : nullptr);
-    ms.push_back(t.stop_ms());
+    s.ms.push_back(t.stop_ms());
   }
-  return {ms, device ? "timed (device time" + fallback_note(t) + ")" : "timed"};
+  if (device && t.fallbacks())
+    s.missing = "clocks differ: " + std::to_string(t.fallbacks()) + " of " + std::to_string(o.pairs) + " runs of " +
+                b.name() + " reported no device time";
+  s.clock = device ? kClockDevice : kClockHost;
+  s.how = "timed alone";
+  return s;
+}
+
+std::string too_few(size_t c, size_t b) {
+  return "too few samples (candidate " + std::to_string(c) + ", baseline " + std::to_string(b) + "; at least " +
+         std::to_string(kMinTimingSamples) + " a side)";
 }
 
 SpeedEvidence measure_speed(AttentionBackend& cand, AttentionBackend& base,
                                 const RotatedInputs& in, const GateFile& gate, const GateRunOptions& o) {
   SpeedEvidence s;
   const double conf = confidence_of(gate);
-  const auto cs = cand.stored_timings_ms(), bs = base.stored_timings_ms();
-  if (cs || bs) {
+  if (cand.is_stored() || base.is_stored()) {
     // Stored samples were not taken in pairs with anything here: compare the
-    // two sides' medians with an unpaired bootstrap.
-    std::pair<std::vector<double>, std::string> c{cs ? *cs : std::vector<double>{}, "stored"},
-        b{bs ? *bs : std::vector<double>{}, "stored"};
-    if (!cs) c = time_alone(cand, in, o);
-    if (!bs) b = time_alone(base, in, o);
-    if (c.first.empty() || b.first.empty()) return s;
-    s.interval = bootstrap_unpaired(b.first, c.first, conf, o.seed);
-    s.candidate_ms = median_of(c.first);
-    s.baseline_ms = median_of(b.first);
-    s.level = "attention, " + c.second + " candidate vs " + b.second + " baseline samples (unpaired)";
+    // two sides' medians with an unpaired bootstrap, on one clock only.
+    const Samples c = samples_alone(cand, in, o);
+    if (!c.missing.empty()) {
+      s.missing = "candidate: " + c.missing;
+      return s;
+    }
+    const Samples b = samples_alone(base, in, o);
+    if (!b.missing.empty()) {
+      s.missing = "baseline: " + b.missing;
+      return s;
+    }
+    if (c.clock == kClockUnknown || b.clock == kClockUnknown) {
+      s.missing = "clock unknown: " + std::string(c.clock == kClockUnknown ? "the candidate's" : "the baseline's") +
+                  " /timings has no clock attribute (device_events or host_steady), and an unknown clock "
+                  "pairs with nothing";
+      return s;
+    }
+    if (c.clock != b.clock) {
+      s.missing = "clocks differ: candidate " + c.clock + " (" + c.how + "), baseline " + b.clock + " (" + b.how + ")";
+      return s;
+    }
+    if (c.ms.size() < static_cast<size_t>(kMinTimingSamples) || b.ms.size() < static_cast<size_t>(kMinTimingSamples)) {
+      s.missing = too_few(c.ms.size(), b.ms.size());
+      return s;
+    }
+    s.clock = c.clock;
+    s.interval = bootstrap_unpaired(b.ms, c.ms, conf, o.seed);
+    s.candidate_ms = median_of(c.ms);
+    s.baseline_ms = median_of(b.ms);
+    s.level = "attention, " + c.how + " vs " + b.how + " (unpaired, " + std::to_string(c.ms.size()) + " and " +
+              std::to_string(b.ms.size()) + " samples)";
     return s;
   }
   // Both on the device: their own CUDA-event times. Otherwise the whole call
@@ -122,14 +166,23 @@ SpeedEvidence measure_speed(AttentionBackend& cand, AttentionBackend& base,
   const PairedSamples ps = time_paired(
       [&](int64_t p) { run_reporting(cand, in.problems[static_cast<size_t>(p + 1024) % n], report); },
       [&](int64_t p) { run_reporting(base, in.problems[static_cast<size_t>(p + 1024) % n], report); }, timer, po);
-  s.interval = bootstrap_paired(ps.ratios(), conf, o.seed);
   s.candidate_ms = median_of(ps.candidate_ms);
   s.baseline_ms = median_of(ps.baseline_ms);
+  s.clock = device ? kClockDevice : kClockHost;
   s.level = std::string("attention, paired ") +
-            (device ? "device time (CUDA events the backends report" + fallback_note(timer) + ")"
-                    : "CPU steady clock") +
-            " (" + std::to_string(ps.ratios().size()) + " pairs, " + std::to_string(n) +
-            " rotated input copies)";
+            (device ? "device time (CUDA events the backends report)" : "CPU steady clock") + " (" +
+            std::to_string(ps.ratios().size()) + " pairs, " + std::to_string(n) + " rotated input copies)";
+  if (device && timer.fallbacks()) {
+    s.missing = "clocks differ: " + std::to_string(timer.fallbacks()) +
+                " run(s) reported no device time and were timed by the steady clock";
+    return s;
+  }
+  if (ps.ratios().size() < static_cast<size_t>(kMinTimingSamples)) {
+    s.missing = "too few samples (" + std::to_string(ps.ratios().size()) + " pairs; at least " +
+                std::to_string(kMinTimingSamples) + ")";
+    return s;
+  }
+  s.interval = bootstrap_paired(ps.ratios(), conf, o.seed);
   s.other_levels = nlohmann::json::array();
   return s;
 }
@@ -145,6 +198,9 @@ GateRun run_gate_on_fixture(const GateFile& gate, const std::string& fixture_pat
                            "'; touchstone gate runs attention backends (judge block stages with "
                            "touchstone compare F --stages A B --gate G)");
   if (candidates.empty()) throw InputError("--fixture needs at least one --candidate");
+  validate(o);
+  require_device_for(baseline_spec);
+  for (const auto& c : candidates) require_device_for(c);
   LoadOptions lo;
   lo.allow_nonfinite = o.allow_nonfinite;
   const Fixture fx = load_fixture(fixture_path, lo);
@@ -153,10 +209,18 @@ GateRun run_gate_on_fixture(const GateFile& gate, const std::string& fixture_pat
 
   // Every spec is parsed before anything runs: a typo is bad input (exit 2),
   // not a rejected candidate.
-  auto exact = make_attention_backend("exact", ctx);
+  const ExactChoice exact_choice = choose_exact(o.exact, fixture_path, fx.config);
+  auto exact = make_attention_backend(exact_choice.spec, ctx);
   auto base = make_attention_backend(baseline_spec, ctx);
   std::vector<std::unique_ptr<AttentionBackend>> cands;
   for (const auto& c : candidates) cands.push_back(make_attention_backend(c, ctx));
+  {
+    const int timed = has_speed_rule(gate) ? o.warmup + o.pairs : 0;
+    std::vector<std::pair<std::string, int>> runs = {{exact_choice.spec, 1},
+                                                     {baseline_spec, 1 + timed * static_cast<int>(candidates.size())}};
+    for (const auto& c : candidates) runs.push_back({c, 1 + timed});
+    refuse_slow_cpu(runs, fx.config, SlowGuard::from_env(o.allow_slow), "gate");
+  }
 
   const Tensor exact_out = exact->run(problem).out;
   Tensor base_out;
@@ -178,6 +242,7 @@ GateRun run_gate_on_fixture(const GateFile& gate, const std::string& fixture_pat
   run.context = {{"fixture", fixture_path},
                  {"shape", exact_out.shape_string()},
                  {"baseline_backend", base->name()},
+                 {"exact", {{"spec", exact_choice.spec}, {"why", exact_choice.why}}},
                  {"baseline_vs_exact", base_exact.to_json()},
                  {"pairs", o.pairs},
                  {"warmup", o.warmup},
@@ -209,6 +274,13 @@ GateRun run_gate_on_fixture(const GateFile& gate, const std::string& fixture_pat
     progress.advance();
   }
   return run;
+}
+
+void validate(const GateRunOptions& o) {
+  if (o.pairs < 1) throw InputError("--pairs must be at least 1, got " + std::to_string(o.pairs));
+  if (o.warmup < 0) throw InputError("--warmup must not be negative, got " + std::to_string(o.warmup));
+  if (o.rotate < 1) throw InputError("--rotate must be at least 1, got " + std::to_string(o.rotate));
+  if (!(o.budget_s >= 0)) throw InputError("--budget-s must not be negative");
 }
 
 std::string shell_quote(const std::string& s) {

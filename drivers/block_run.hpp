@@ -1,6 +1,7 @@
 #pragma once
-// touchstone reference F --block: the whole block on a fixture's /block
+// The block driver (touchstone reference F --block): the whole block on a fixture's /block
 // inputs, every stage stored under /outputs/<name>/stages/<stage>.
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "fixtures/fixture.hpp"
@@ -15,8 +16,12 @@ BlockInputs load_block_inputs(const std::string& fixture);
 // Runs the block with `linear` (fp64 | bf16 | nvfp4), `recipe` (nvfp4: te |
 // modelopt) and the attention backend `attention_spec` (registry spec), writes
 // /outputs/<block_output_name>/stages/<stage> with per-stage wall_ms, and
-// prints the per-stage time table (or JSON). Returns the exit code.
-int run_block_reference(const std::string& fixture, const std::string& linear,
-                        const std::string& recipe, const std::string& attention_spec, bool json);
+// returns the per-stage time table as JSON and as text.
+struct BlockRunReport {
+  nlohmann::json json;
+  std::string table;
+};
+BlockRunReport run_block_reference(const std::string& fixture, const std::string& linear,
+                                   const std::string& recipe, const std::string& attention_spec);
 
 }  // namespace ts

@@ -9,6 +9,7 @@
 
 #include "gates/gate_file.hpp"
 #include "gates/verdict.hpp"
+#include "drivers/run_estimate.hpp"
 
 namespace ts {
 
@@ -19,7 +20,12 @@ struct GateRunOptions {
   uint64_t seed = 1;     // bootstrap seed
   bool allow_nonfinite = false;
   std::string gate_arg;  // --gate as the user gave it, for repro lines (default: from gate.source)
+  std::string exact = "auto";  // the exact reference as a spec (drivers/run_estimate.hpp choose_exact)
+  bool allow_slow = false;     // start a CPU run estimated over the limit anyway
 };
+
+// Bad values (pairs < 1, warmup < 0, rotate < 1, budget < 0) -> InputError.
+void validate(const GateRunOptions& o);
 
 // Bad specs, fixture or gate -> InputError; a candidate that throws while
 // running is REJECT with its error and the others are still judged.

@@ -1,9 +1,9 @@
-#include "tools/block_reference.hpp"
+#include "drivers/block_run.hpp"
 
 #include <cstdio>
-#include <iostream>
 
 #include "core/error.hpp"
+#include "drivers/run_estimate.hpp"
 #include "kernels_under_test/registry.hpp"
 #include "reference/numerics/nvfp4.hpp"
 
@@ -21,14 +21,15 @@ BlockInputs load_block_inputs(const std::string& fixture) {
   return block_inputs_from_map(fx.config, std::move(fx.block), fixture + ": /block");
 }
 
-int run_block_reference(const std::string& fixture, const std::string& linear,
-                        const std::string& recipe, const std::string& attention_spec, bool json) {
+BlockRunReport run_block_reference(const std::string& fixture, const std::string& linear,
+                                   const std::string& recipe, const std::string& attention_spec) {
   BlockOptions opts;
   opts.linear = linear_mode_from_name(linear);
   if (opts.linear == LinearMode::nvfp4) {
     num::nvfp4_recipe_from_name(recipe);  // InputError for an unknown recipe
     opts.recipe = recipe;
   }
+  require_device_for(attention_spec);
   auto attention = make_attention_backend(attention_spec, {fixture});
   const BlockInputs in = load_block_inputs(fixture);
   BlockResult r = run_block(in, *attention, opts);
@@ -49,28 +50,31 @@ int run_block_reference(const std::string& fixture, const std::string& linear,
   r.stages.clear();
   append_datasets(fixture, writes);
 
-  if (json) {
-    nlohmann::json j = {{"fixture", fixture},    {"output", name},
-                        {"group", "/outputs/" + name + "/stages"},
-                        {"params", params},      {"stages", rows},
-                        {"total_ms", r.total_ms}, {"attention_stats", r.attention_stats}};
-    std::cout << j.dump(2) << "\n";
-    return kPass;
-  }
-  std::printf("%s: wrote /outputs/%s/stages (%zu stages)\n", fixture.c_str(), name.c_str(),
-              block_stage_names().size());
-  std::printf("%-10s %-20s %-9s %11s %7s\n", "stage", "shape", "dtype", "ms", "share");
+  BlockRunReport rep;
+  rep.json = {{"fixture", fixture},    {"output", name},
+              {"group", "/outputs/" + name + "/stages"},
+              {"params", params},      {"stages", rows},
+              {"total_ms", r.total_ms}, {"attention_stats", r.attention_stats}};
+  std::string& o = rep.table;
+  char line[256];
+  std::snprintf(line, sizeof line, "%s: wrote /outputs/%s/stages (%zu stages)\n", fixture.c_str(), name.c_str(),
+                block_stage_names().size());
+  o += line;
+  std::snprintf(line, sizeof line, "%-10s %-20s %-9s %11s %7s\n", "stage", "shape", "dtype", "ms", "share");
+  o += line;
   for (const auto& row : rows) {
     std::string shape;
     for (const auto& d : row["shape"]) shape += (shape.empty() ? "[" : ", ") + std::to_string(d.get<int64_t>());
     shape += "]";
     const double ms = row["ms"].get<double>();
-    std::printf("%-10s %-20s %-9s %11.2f %6.1f%%\n", row["stage"].get<std::string>().c_str(),
-                shape.c_str(), row["dtype"].get<std::string>().c_str(), ms,
-                r.total_ms > 0 ? 100.0 * ms / r.total_ms : 0.0);
+    std::snprintf(line, sizeof line, "%-10s %-20s %-9s %11.2f %6.1f%%\n", row["stage"].get<std::string>().c_str(),
+                  shape.c_str(), row["dtype"].get<std::string>().c_str(), ms,
+                  r.total_ms > 0 ? 100.0 * ms / r.total_ms : 0.0);
+    o += line;
   }
-  std::printf("%-10s %-20s %-9s %11.2f\n", "total", "", "", r.total_ms);
-  return kPass;
+  std::snprintf(line, sizeof line, "%-10s %-20s %-9s %11.2f\n", "total", "", "", r.total_ms);
+  o += line;
+  return rep;
 }
 
 }  // namespace ts

@@ -1,0 +1,303 @@
+#include "drivers/stage_comparison.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "core/block_stage_table.hpp"
+#include "core/error.hpp"
+#include "fixtures/fixture.hpp"
+#include "gates/gate_file.hpp"
+#include "reference/block.hpp"
+#include "reference/block_stages.hpp"
+
+namespace ts {
+namespace {
+
+std::string group_of(const std::string& set) {
+  if (set == "observed") return "/block/stages";
+  if (set.empty() || set.find('/') != std::string::npos)
+    throw InputError("--stages: '" + set + "' is not a stage set (observed, recompute or an output name)");
+  return "/outputs/" + set + "/stages";
+}
+
+std::string fmt(std::optional<double> v) {
+  if (!v) return "undef";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3e", *v);
+  return buf;
+}
+
+// The elementwise stages recomputed from `set`'s own inputs.
+class Recompute {
+ public:
+  Recompute(const std::string& fixture, const std::string& group) : fixture_(fixture), group_(group) {
+    in_.config = load_fixture(fixture).config;
+    in_.modulation = read_tensor(fixture, "/block/modulation");
+    if (has_dataset(fixture, "/block/modulation_row")) {
+      for (double v : read_tensor(fixture, "/block/modulation_row").data)
+        in_.modulation_row.push_back(static_cast<int32_t>(v));
+    }
+    in_.x = read_tensor(fixture, "/block/x");
+  }
+
+  std::optional<Tensor> stage(const BlockStageInfo& st) {
+    auto input = [&](BlockStage s) -> std::optional<Tensor> {
+      const std::string ds = group_ + "/" + stage_name(s);
+      if (!has_dataset(fixture_, ds)) return std::nullopt;
+      return read_tensor(fixture_, ds);
+    };
+    const std::optional<Tensor> own = input(st.id);
+    if (!own) return std::nullopt;
+    const blk::Arith ar = arith(*own, st.name);
+    auto need = [&](BlockStage s) {
+      auto t = input(s);
+      if (!t)
+        throw InputError(fixture_ + ": " + group_ + "/" + stage_name(s) + " is missing (recompute of " + st.name +
+                         " needs it)");
+      return std::move(*t);
+    };
+    using S = BlockStage;
+    switch (st.id) {
+      case S::modulate1: return blk::modulate_stage(need(S::norm1), in_, kShiftMsa, kScaleMsa, ar);
+      case S::modulate2: return blk::modulate_stage(need(S::norm2), in_, kShiftMlp, kScaleMlp, ar);
+      case S::residual1: return blk::gated_residual_stage(in_.x, need(S::out_proj), in_, kGateMsa, ar);
+      case S::output: return blk::gated_residual_stage(need(S::residual1), need(S::fc2), in_, kGateMlp, ar);
+      case S::swiglu: return blk::swiglu_stage(need(S::fc1), ar);
+      default: throw InternalError(std::string("recompute: no definition for the elementwise stage ") + st.name);
+    }
+  }
+
+ private:
+  blk::Arith arith(const Tensor& t, const std::string& name) const {
+    if (t.dtype == DType::bf16) return blk::Arith::bf16;
+    if (t.dtype == DType::f64) return blk::Arith::f64;
+    throw InputError(fixture_ + ": " + group_ + "/" + name + " is " + dtype_name(t.dtype) +
+                     "; recompute knows the bfloat16 and float64 definitions only");
+  }
+  std::string fixture_, group_;
+  BlockInputs in_;
+};
+
+// Unit roundoff of a storage type (half the spacing at 1).
+double roundoff(DType t) {
+  switch (t) {
+    case DType::bf16: return 0x1p-8;
+    case DType::f16: return 0x1p-11;
+    case DType::f32: return 0x1p-24;
+    default: return 0x1p-53;
+  }
+}
+
+GateFile stage_gate(const std::string& g, bool recompute) {
+  if (!g.empty()) return load_gate(g);
+  return load_gate(recompute ? "block-elementwise-bit-exact" : "stages-default");
+}
+
+std::optional<Tensor> read_stage(const std::string& fixture, const std::string& group, const std::string& stage) {
+  if (!has_dataset(fixture, group + "/" + stage)) return std::nullopt;
+  return read_tensor(fixture, group + "/" + stage);
+}
+
+}  // namespace
+
+std::string StageRow::status() const {
+  if (!missing_in.empty()) return "skip";
+  if (!verdict) return "–";
+  switch (verdict->verdict) {
+    case Verdict::accept: return "pass";
+    case Verdict::reject: return "fail";
+    case Verdict::inconclusive: return "inconclusive";
+  }
+  return "?";
+}
+
+StageComparison compare_stages(const std::string& fixture, const std::string& a, const std::string& b,
+                               const StageComparisonOptions& opts) {
+  if (a == "recompute") throw InputError("--stages: 'recompute' can only be the second (reference) set");
+  const bool recompute = b == "recompute";
+  if (recompute && !opts.exact.empty()) throw InputError("--stages: --exact does not apply to recompute");
+  const std::string ga = group_of(a);
+  const std::string gb = recompute ? "" : group_of(b);
+  const std::string ge = opts.exact.empty() ? "" : group_of(opts.exact);
+  const GateFile gate = stage_gate(opts.gate, recompute);
+  for (const auto& r : gate.rules)
+    if (gate.tensor_of(r) != "stages" && !find_block_stage(gate.tensor_of(r)))
+      throw InputError(gate.source + ": rule '" + r.id + "' judges tensor '" + gate.tensor_of(r) +
+                       "', not a block stage");
+  if (list_group(fixture, ga).empty())
+    throw InputError(fixture + ": " + ga + " is missing or empty (stage set '" + a + "')");
+  if (!recompute && list_group(fixture, gb).empty())
+    throw InputError(fixture + ": " + gb + " is missing or empty (stage set '" + b + "')");
+  if (!ge.empty() && list_group(fixture, ge).empty())
+    throw InputError(fixture + ": " + ge + " is missing or empty (exact stage set '" + opts.exact + "')");
+  std::optional<Recompute> rc;
+  if (recompute) rc.emplace(fixture, ga);
+
+  StageComparison out;
+  out.fixture = fixture;
+  out.a = a;
+  out.b = b;
+  out.exact = opts.exact;
+  out.run.gate = gate;
+  out.run.mode = "stages";
+  out.run.input = fixture;
+  out.run.baseline = b;
+  out.run.context = {{"fixture", fixture}, {"a", a}, {"b", b},
+                     {"exact", opts.exact.empty() ? nlohmann::json(nullptr) : nlohmann::json(opts.exact)}};
+  // Figures of every stage compared so far: a growth rule reads its inputs' figures.
+  Evidence all;
+  for (const auto& st : block_stage_table()) {
+    StageRow row;
+    row.stage = st.name;
+    if (recompute && !st.elementwise) continue;
+    std::optional<Tensor> ta = read_stage(fixture, ga, st.name), tb;
+    if (recompute) {
+      if (ta) tb = rc->stage(st);
+    } else {
+      tb = read_stage(fixture, gb, st.name);
+    }
+    if (!ta || !tb) {
+      row.missing_in = !ta ? a : b;
+      out.rows.push_back(row);
+      continue;
+    }
+    if (ta->shape != tb->shape)
+      throw InputError(fixture + ": stage " + st.name + " has shape " + ta->shape_string() + " in '" + a + "' but " +
+                       tb->shape_string() + " in '" + b + "'");
+    ++out.compared;
+    row.metrics = compute_metrics(*ta, *tb);
+    row.dtype = dtype_name(ta->dtype);
+    all.vs_baseline[st.name] = metric_map(*row.metrics);
+    all.roundoff[st.name] = ta->dtype == tb->dtype ? 0.0 : std::max(roundoff(ta->dtype), roundoff(tb->dtype));
+    if (!ge.empty()) {
+      if (const auto te = read_stage(fixture, ge, st.name)) {
+        if (te->shape != ta->shape)
+          throw InputError(fixture + ": stage " + st.name + " has shape " + te->shape_string() + " in '" +
+                           opts.exact + "' but " + ta->shape_string() + " in '" + a + "'");
+        all.vs_exact[st.name] = metric_map(compute_metrics(*ta, *te));
+        all.baseline_vs_exact[st.name] = metric_map(compute_metrics(*tb, *te));
+      }
+    }
+    // The rules that name this stage, judged on it.
+    GateFile g = gate;
+    g.tensor = st.name;
+    g.rules.clear();
+    for (auto r : gate.rules) {
+      const std::string& t = gate.tensor_of(r);
+      if (t != "stages" && t != st.name) continue;
+      r.tensor = st.name;
+      g.rules.push_back(r);
+    }
+    if (!g.rules.empty()) {
+      Evidence ev = all;
+      ev.candidate = st.name;
+      ev.details = {{"stage", st.name}, {"dtype", row.dtype}, {"metrics", row.metrics->to_json()}};
+      if (std::any_of(g.rules.begin(), g.rules.end(), [](const GateRule& r) { return r.is_speed(); })) {
+        ev.speed = SpeedEvidence{};
+        ev.speed->missing = "no timings: a stage set holds outputs, not timing samples";
+      }
+      const std::string repro = "touchstone compare " + fixture + " " + a + " " + b + " --stages" +
+                                (opts.gate.empty() ? "" : " --gate " + opts.gate) +
+                                (opts.exact.empty() ? "" : " --exact " + opts.exact);
+      row.verdict = judge(g, ev, repro);
+      out.run.candidates.push_back(*row.verdict);
+      if (row.verdict->verdict == Verdict::reject && out.first_failing.empty()) out.first_failing = st.name;
+      if (row.verdict->verdict == Verdict::inconclusive && out.first_inconclusive.empty())
+        out.first_inconclusive = st.name;
+    }
+    out.rows.push_back(std::move(row));
+  }
+  if (out.compared == 0) throw InputError(fixture + ": no stage is present in both '" + a + "' and '" + b + "'");
+  if (out.run.candidates.empty())
+    throw InputError(gate.source + ": no rule of the gate names a compared stage");
+  return out;
+}
+
+int StageComparison::exit_code() const { return run.exit_code(); }
+
+nlohmann::json StageComparison::to_json() const {
+  nlohmann::json rows_j = nlohmann::json::array();
+  int failed = 0, judged = 0;
+  for (const auto& r : rows) {
+    nlohmann::json j = {{"stage", r.stage}, {"status", r.status()}};
+    if (!r.missing_in.empty()) j["missing"] = r.missing_in;
+    if (r.metrics) {
+      j["metrics"] = r.metrics->to_json();
+      j["dtype"] = r.dtype;
+    }
+    j["rules"] = nlohmann::json::array();
+    if (r.verdict) {
+      ++judged;
+      if (r.verdict->verdict != Verdict::accept) ++failed;
+      j["verdict"] = verdict_name(r.verdict->verdict);
+      for (const auto& o : r.verdict->outcomes) j["rules"].push_back(o.to_json());
+      j["notes"] = r.verdict->notes;
+    }
+    rows_j.push_back(j);
+  }
+  auto opt = [](const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); };
+  return {{"schema", "touchstone.stage-comparison/1"},
+          {"fixture", fixture},
+          {"a", a},
+          {"b", b},
+          {"exact", opt(exact)},
+          {"gate", run.gate.to_json()},
+          {"stages", rows_j},
+          {"compared", compared},
+          {"judged", judged},
+          {"failed", failed},
+          {"first_failing_stage", opt(first_failing)},
+          {"first_inconclusive_stage", opt(first_inconclusive)},
+          {"exit_code", exit_code()}};
+}
+
+std::string StageComparison::render_table() const {
+  std::ostringstream o;
+  char line[512];
+  std::snprintf(line, sizeof line, "%s: stages of '%s' against '%s'%s (gate %s)\n", fixture.c_str(), a.c_str(),
+                b.c_str(), exact.empty() ? "" : (", exact '" + exact + "'").c_str(), run.gate.source.c_str());
+  o << line;
+  std::snprintf(line, sizeof line, "%-10s %10s %12s %10s %8s  %-12s %s\n", "stage", "rel_l2", "cosine", "max_abs",
+                "ulp_max", "status", "rules not passed");
+  o << line;
+  int judged = 0, bad = 0;
+  for (const auto& r : rows) {
+    if (!r.missing_in.empty()) {
+      std::snprintf(line, sizeof line, "%-10s %10s %12s %10s %8s  %-12s absent in '%s'\n", r.stage.c_str(), "-", "-",
+                    "-", "-", "skip", r.missing_in.c_str());
+      o << line;
+      continue;
+    }
+    std::string why;
+    if (r.verdict) {
+      ++judged;
+      if (r.verdict->verdict != Verdict::accept) ++bad;
+      for (const auto& oc : r.verdict->outcomes)
+        if (oc.status == RuleStatus::fail || oc.status == RuleStatus::inconclusive ||
+            (oc.status == RuleStatus::missing && !oc.optional))
+          why += (why.empty() ? "" : "; ") + oc.id + ": " + oc.message;
+    }
+    char cos[32];
+    if (r.metrics->cosine) std::snprintf(cos, sizeof cos, "%.9f", *r.metrics->cosine);
+    else std::snprintf(cos, sizeof cos, "undef");
+    // "–" is three bytes and one column: pad by hand.
+    const std::string st = r.status();
+    const std::string padded = st == "–" ? st + std::string(11, ' ') : st + std::string(st.size() < 12 ? 12 - st.size() : 0, ' ');
+    std::snprintf(line, sizeof line, "%-10s %10s %12s %10s %8s  ", r.stage.c_str(), fmt(r.metrics->rel_l2).c_str(), cos,
+                  fmt(r.metrics->max_abs).c_str(), fmt(r.metrics->ulp_max).c_str());
+    o << line << padded << " " << why << "\n";
+  }
+  if (!first_failing.empty())
+    o << "first stage over its bound: " << first_failing << " (" << bad << " of " << judged << " judged stages not passed)\n";
+  else if (!first_inconclusive.empty())
+    o << "INCONCLUSIVE: first stage not judged: " << first_inconclusive << " (" << bad << " of " << judged
+      << " judged stages not passed)\n";
+  else
+    o << "every judged stage (" << judged << " of " << compared << " compared) is within its bounds\n";
+  return o.str();
+}
+
+}  // namespace ts

@@ -1,0 +1,92 @@
+// The block's stages are listed once (core/block_stage_table.cpp): a second
+// list anywhere in the C++ sources fails here.
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "catch.hpp"
+#include "core/block_stage_table.hpp"
+#include "core/error.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_source(const fs::path& p) {
+  const auto e = p.extension().string();
+  return e == ".cpp" || e == ".hpp" || e == ".cu" || e == ".cuh" || e == ".h";
+}
+
+// Tests and docs aside; build folders are not sources.
+bool skipped(const fs::path& rel) {
+  const std::string top = rel.begin()->string();
+  return top == "tests" || top == "docs" || top.rfind("build", 0) == 0 || top[0] == '.';
+}
+
+}  // namespace
+
+TEST_CASE("stage table: names, order, shapes and inputs are consistent") {
+  const auto& t = ts::block_stage_table();
+  REQUIRE(t.size() == 14);
+  std::set<std::string> seen;
+  for (size_t i = 0; i < t.size(); ++i) {
+    INFO(t[i].name);
+    CHECK(static_cast<size_t>(t[i].id) == i);
+    CHECK(seen.insert(t[i].name).second);
+    for (auto in : t[i].inputs) CHECK(static_cast<size_t>(in) < i);  // a stage reads earlier stages only
+    CHECK(t[i].floor > 0);
+  }
+  ts::BlockConfig c;
+  c.hidden = 64;
+  c.heads = 2;
+  c.head_dim = 32;
+  c.ffn_hidden = 96;
+  c.segments = {{"video", true, 0, 10}};
+  CHECK(ts::stage_shape(ts::block_stage(ts::BlockStage::qkv), c) == std::vector<int64_t>{10, 3, 2, 32});
+  CHECK(ts::stage_shape(ts::block_stage(ts::BlockStage::fc1), c) == std::vector<int64_t>{10, 192});
+  CHECK(ts::find_block_stage("residual1")->elementwise);
+  CHECK(ts::find_block_stage("no_such_stage") == nullptr);
+}
+
+TEST_CASE("stage table: no second list of stage names in the C++ sources") {
+  const fs::path root = TOUCHSTONE_SOURCE_DIR;
+  const fs::path table = root / "core" / "block_stage_table.cpp";
+  // "attention" and "output" also name the attention tensor and a fixture's
+  // outputs, so alone they are not a list; every other name is one of a kind.
+  std::set<std::string> distinctive, all;
+  for (const auto& s : ts::block_stage_table()) {
+    all.insert(s.name);
+    if (std::string(s.name) != "attention" && std::string(s.name) != "output") distinctive.insert(s.name);
+  }
+  const std::regex quoted("\"([a-z0-9_]+)\"");
+  std::vector<std::string> offences;
+  int files = 0;
+  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
+    const fs::path rel = fs::relative(it->path(), root);
+    if (it->is_directory() && skipped(rel)) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    if (!it->is_regular_file() || !is_source(it->path()) || it->path() == table) continue;
+    ++files;
+    std::ifstream in(it->path());
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+      const auto first = line.find_first_not_of(" \t");
+      if (first != std::string::npos && line.compare(first, 2, "//") == 0) continue;  // prose, not a list
+      int names = 0;
+      for (std::sregex_iterator m(line.begin(), line.end(), quoted), end; m != end; ++m) {
+        const std::string w = (*m)[1];
+        if (distinctive.count(w)) offences.push_back(rel.string() + ":" + std::to_string(n) + ": \"" + w + "\"");
+        names += all.count(w) ? 1 : 0;
+      }
+      if (names >= 2) offences.push_back(rel.string() + ":" + std::to_string(n) + ": a list of stage names");
+    }
+  }
+  CHECK(files > 50);  // the walk found the sources
+  for (const auto& o : offences) UNSCOPED_INFO(o);
+  CHECK(offences.empty());
+}
