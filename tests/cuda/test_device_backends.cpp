@@ -22,7 +22,10 @@ namespace {
 
 enum class Promise {
   bits,      // the host's output bits
-  bf16_ulp,  // bf16 outputs at most one bf16 ulp from the host's (summation order only)
+  // Summation order only: each bf16 output within one bf16 step of the host's, or (outputs
+  // near zero, whose float32 sums cancel, so the order can flip their sign: seen at medium)
+  // within 2^-16 of the largest output magnitude; fewer than 1 % differ.
+  bf16_ulp,
   rel_l2,    // relative L2 to the host output below `bound`
 };
 
@@ -126,8 +129,8 @@ TEST_CASE("every device backend against its host reference") {
   // medium costs minutes of host time per row: on when TOUCHSTONE_CUDA_MEDIUM=1.
   std::vector<std::string> presets{"tiny", "ci"};
   if (with_medium()) presets.push_back("medium");
-  std::printf("%-62s %-7s %-8s %10s %8s %10s %9s\n", "device backend", "preset", "promise", "differ", "max_ulp",
-              "rel_l2", "device_ms");
+  std::printf("%-62s %-7s %-8s %10s %8s %10s %10s %9s\n", "device backend", "preset", "promise", "differ",
+              "max_ulp", "max_abs", "rel_l2", "device_ms");
   for (const std::string& preset : presets) {
     for (const DeviceCase& c : kCases) {
       if (preset == "medium" && !c.medium) continue;
@@ -138,29 +141,38 @@ TEST_CASE("every device backend against its host reference") {
       const ts::AttentionResult dev = dev_backend->run(p);
       REQUIRE(dev.out.shape == host.out.shape);
       REQUIRE(dev.out.dtype == host.out.dtype);
-      size_t differ = 0, nan = 0, first = 0;
+      size_t differ = 0, nan = 0, first = 0, beyond = 0;
       long max_ulp = 0;
+      double host_max = 0, max_abs = 0;
+      for (const double x : host.out.data) host_max = std::max(host_max, std::fabs(x));
       for (size_t i = 0; i < host.out.data.size(); ++i) {
         const double a = dev.out.data[i], b = host.out.data[i];
         nan += std::isnan(a) ? 1 : 0;
         if (std::memcmp(&a, &b, sizeof a) != 0 && differ++ == 0) first = i;
-        if (c.promise == Promise::bf16_ulp) max_ulp = std::max(max_ulp, bf16_steps(a, b));
+        max_abs = std::max(max_abs, std::fabs(a - b));
+        if (c.promise == Promise::bf16_ulp) {
+          const long steps = bf16_steps(a, b);
+          max_ulp = std::max(max_ulp, steps);
+          if (steps > 1 && !(std::fabs(a - b) <= std::ldexp(host_max, -16))) ++beyond;
+        }
       }
       const double err = rel_l2(dev.out, host.out);
       const double ms = dev.stats.contains("device_ms") ? dev.stats["device_ms"].get<double>() : -1;
       const char* promise = c.promise == Promise::bits ? "bits" : c.promise == Promise::bf16_ulp ? "bf16_ulp" : "rel_l2";
-      std::printf("%-62s %-7s %-8s %10zu %8ld %10.3g %9.2f\n", c.device, preset.c_str(), promise, differ, max_ulp,
-                  err, ms);
+      std::printf("%-62s %-7s %-8s %10zu %8ld %10.3g %10.3g %9.2f\n", c.device, preset.c_str(), promise, differ,
+                  max_ulp, max_abs, err, ms);
       INFO(preset << " " << c.device << " vs " << c.host << ": " << differ << " of " << host.out.data.size()
                   << " values differ (first at " << first << ": " << dev.out.data[first] << " vs "
-                  << host.out.data[first] << "), max bf16 steps " << max_ulp << ", rel_l2 " << err);
+                  << host.out.data[first] << "), max bf16 steps " << max_ulp << " (" << beyond
+                  << " beyond one step and 2^-16 of max|host|), rel_l2 " << err);
       CHECK(nan == 0);
       CHECK(std::isfinite(err));
       CHECK(ms > 0);
       switch (c.promise) {
         case Promise::bits: CHECK(differ == 0); break;
         case Promise::bf16_ulp:
-          CHECK(max_ulp <= 1);
+          CHECK(beyond == 0);
+          CHECK(differ < host.out.data.size() / 100);
           CHECK(err < c.bound);
           break;
         case Promise::rel_l2: CHECK(err < c.bound); break;
