@@ -285,7 +285,13 @@ TS_TILE void attend_impl(const Task& t) {
 // 8 lanes) measured slower than AVX2 on the development machine's Zen 5, so
 // AVX-512 machines run the AVX2 path.
 void attend_sse2(const Task& t) { attend_impl<v2d, 4, 3>(t); }
+#if defined(__x86_64__) || defined(__i386__)
 [[gnu::target("avx2")]] void attend_avx2(const Task& t) { attend_impl<v4d, 4, 3>(t); }
+#else
+// Elsewhere the two-lane path (GCC lowers it to that machine's vectors) runs
+// for both names: the same order, the same bits.
+void attend_avx2(const Task& t) { attend_impl<v2d, 4, 3>(t); }
+#endif
 
 }  // namespace
 
@@ -299,8 +305,10 @@ const char* isa_name(Isa isa) {
 
 std::vector<Isa> isas_available() {
   std::vector<Isa> out{Isa::sse2};
+#if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2")) out.push_back(Isa::avx2);
+#endif
   return out;
 }
 
