@@ -11,6 +11,7 @@
 #ifdef TOUCHSTONE_HAVE_CUDA
 #include "reference/cuda/attention_exact.hpp"
 #include "reference/cuda/attention_sage2.hpp"
+#include "reference/cuda/attention_sol.hpp"
 #endif
 
 namespace ts {
@@ -24,6 +25,8 @@ std::vector<std::pair<std::string, std::string>> attention_backend_kinds() {
       {"exact_cuda", "float64 reference attention on the CUDA device (this build has CUDA)"},
       {"sage2_cuda", "the sage2 emulation with its attention on the CUDA device, the host's bits "
                      "(the knobs of sage2; quantised pipeline only)"},
+      {"sol_cuda", "the sol emulation with its attention on the CUDA device: the host's routing; the host's "
+                   "bits for int8_qk_pv, within summation order for bf16 and int8_qk (the knobs of sol)"},
 #endif
       {"stored", "an output stored in the fixture: stored:NAME reads /outputs/NAME/attention "
                  "(stored:observed reads /attention/observed) and /timings/NAME"},
@@ -45,6 +48,7 @@ std::unique_ptr<AttentionBackend> make_attention_backend(const std::string& spec
 #ifdef TOUCHSTONE_HAVE_CUDA
   if (p.kind() == "exact_cuda") return cuda::make_exact_backend(p);
   if (p.kind() == "sage2_cuda") return cuda::make_sage2_backend(p);
+  if (p.kind() == "sol_cuda") return cuda::make_sol_backend(p);
 #endif
   std::string kinds;
   for (const auto& [k, d] : attention_backend_kinds()) kinds += (kinds.empty() ? "" : ", ") + k;

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/progress.hpp"
+#include "reference/exact_tiles.hpp"
 #include "reference/numerics/detmath.hpp"
 
 namespace ts {
@@ -16,9 +17,10 @@ template <typename T>
 using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using StridedRows = Eigen::Map<const RowMat<double>, 0, Eigen::OuterStride<>>;
 
-// One (head, query block) task. Scalar is the type of the score and P·V
-// products inside a key block; the running max, the denominator and the
-// output accumulator are float64 in both modes.
+// One (head, query block) task of the float32 mode: float32 scores and P·V
+// products inside a key block (Eigen's order); the running max, the
+// denominator and the output accumulator are float64. The float64 mode runs
+// exact_tiles, whose summation order is fixed in the source.
 template <typename Scalar>
 void attend_block(const AttentionProblem& p, int64_t h, int64_t q0, int64_t nq, int64_t block_k,
                   double* out) {
@@ -105,10 +107,25 @@ AttentionResult attention_exact(const AttentionProblem& p, const ExactOptions& o
   for (int64_t t = 0; t < tasks; ++t) {
     const int64_t h = t % H, qb = t / H;
     const int64_t q0 = qb * opts.block_q, nq = std::min(opts.block_q, S - q0);
-    if (opts.precision == ExactPrecision::fp64)
-      attend_block<double>(p, h, q0, nq, opts.block_k, out);
-    else
+    if (opts.precision == ExactPrecision::fp64) {
+      exact_tiles::Task task;
+      task.q = p.q.row(q0, h);
+      task.k = p.k.row(0, h);
+      task.v = p.v.row(0, h);
+      task.ld_q = p.q.sS;
+      task.ld_k = p.k.sS;
+      task.ld_v = p.v.sS;
+      task.nq = nq;
+      task.S = S;
+      task.D = D;
+      task.block_k = opts.block_k;
+      task.scale = p.softmax_scale;
+      task.out = out + (q0 * H + h) * D;
+      task.ld_out = H * D;
+      exact_tiles::attend(task);
+    } else {
       attend_block<float>(p, h, q0, nq, opts.block_k, out);
+    }
     progress.advance();
   }
   return r;

@@ -12,6 +12,7 @@
 #include "reference/numerics/convert.hpp"
 #include "reference/numerics/detmath.hpp"
 #include "reference/sage2_quant.hpp"
+#include "reference/sol_arith.hpp"
 
 namespace ts {
 namespace {
@@ -19,8 +20,6 @@ namespace {
 template <typename T>
 using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using MapF = Eigen::Map<const RowMat<float>>;
-
-inline float expf_det(float x) { return static_cast<float>(detmath::exp(static_cast<double>(x))); }
 
 // Float32 mean of rows [start, start+n) of a [S][D] head, summed in token order.
 void block_mean(const float* x, int64_t D, int64_t start, int64_t n, float* out) {
@@ -30,23 +29,6 @@ void block_mean(const float* x, int64_t D, int64_t start, int64_t n, float* out)
   const float fn = static_cast<float>(n);
   for (int64_t d = 0; d < D; ++d) out[d] /= fn;
 }
-
-// Everything a (head, query block) task reads.
-struct SolPrepared {
-  int64_t H = 0, S = 0, D = 0, QB = 0, VB = 0;
-  std::vector<SolKeyBlock> blocks;
-  std::vector<int64_t> video_block_ids;  // index into blocks of each video block
-  sage2::HeadMajor q, k, v;
-  std::vector<float> kbar, vbar;         // [H][VB][D]
-  std::vector<double> r;                 // [H][QB][VB]
-  std::vector<uint8_t> mask;             // [H][QB][VB]
-  // int8 variants
-  std::vector<float> km;                 // [H][D]
-  sage2::Int8Tensor q8, k8;
-  // int8_qk_pv: V codes per key block and channel, scale per (head, block, channel)
-  std::vector<int8_t> v8;                // [H][S][D]
-  std::vector<float> v8_scale;           // [H][blocks][D]
-};
 
 void quantize_v_int8_blocks(SolPrepared& pr) {
   const int64_t NB = static_cast<int64_t>(pr.blocks.size()), D = pr.D, S = pr.S;
@@ -71,7 +53,9 @@ void quantize_v_int8_blocks(SolPrepared& pr) {
   }
 }
 
-SolPrepared prepare(const AttentionProblem& p, const SolConfig& c) {
+}  // namespace
+
+SolPrepared sol_prepare(const AttentionProblem& p, const SolConfig& c) {
   SolPrepared pr;
   pr.H = p.q.H;
   pr.S = p.q.S;
@@ -127,6 +111,17 @@ SolPrepared prepare(const AttentionProblem& p, const SolConfig& c) {
   if (c.precision == SolPrecision::int8_qk_pv) quantize_v_int8_blocks(pr);
   return pr;
 }
+
+float sol_pseudo_key(const SolPrepared& pr, const SolConfig& c, int64_t h, int64_t j, int64_t d) {
+  const float kb = pr.kbar[(h * pr.VB + j) * pr.D + d];
+  return c.precision != SolPrecision::bf16 ? kb - pr.km[h * pr.D + d] : kb;
+}
+
+float sol_log_block_length(const SolPrepared& pr, int64_t j) {
+  return static_cast<float>(detmath::log(static_cast<double>(pr.blocks[pr.video_block_ids[j]].length)));
+}
+
+namespace {
 
 void attend_block(const SolPrepared& pr, const SolConfig& c, float scale, int64_t h, int64_t i,
                   Tensor& out) {
@@ -192,10 +187,8 @@ void attend_block(const SolPrepared& pr, const SolConfig& c, float scale, int64_
     std::vector<float> kc(static_cast<size_t>(D));
     for (int64_t u = 0; u < nu; ++u) {
       const int64_t j = unrouted[u];
-      const float* kb = pr.kbar.data() + (h * VB + j) * D;
-      for (int64_t d = 0; d < D; ++d) kc[d] = int8 ? kb[d] - pr.km[h * D + d] : kb[d];
-      const float ln_n = static_cast<float>(
-          detmath::log(static_cast<double>(pr.blocks[pr.video_block_ids[j]].length)));
+      for (int64_t d = 0; d < D; ++d) kc[d] = sol_pseudo_key(pr, c, h, j, d);
+      const float ln_n = sol_log_block_length(pr, j);
       for (int64_t r = 0; r < nr; ++r) {
         const float* q = pr.q.head(h) + (q0 + r) * D;
         float dot = 0.0f;
@@ -213,8 +206,8 @@ void attend_block(const SolPrepared& pr, const SolConfig& c, float scale, int64_
     for (int64_t j = 0; j < n; ++j) m = std::max(m, sc(r, j));
     for (int64_t u = 0; u < nu; ++u) m = std::max(m, ps(r, u));
     float l = 0.0f;
-    for (int64_t j = 0; j < n; ++j) l += (sc(r, j) = expf_det(sc(r, j) - m));
-    for (int64_t u = 0; u < nu; ++u) l += (ps(r, u) = expf_det(ps(r, u) - m));
+    for (int64_t j = 0; j < n; ++j) l += (sc(r, j) = sol::expf_det(sc(r, j) - m));
+    for (int64_t u = 0; u < nu; ++u) l += (ps(r, u) = sol::expf_det(ps(r, u) - m));
     den[r] = l;
   }
 
@@ -361,14 +354,18 @@ std::vector<uint8_t> sol_route(const std::vector<double>& r, const SolConfig& c)
   return m;
 }
 
-AttentionResult sol_attention(const AttentionProblem& problem, const SolConfig& c) {
+void sol_check(const AttentionProblem& problem, const SolConfig& c) {
   problem.validate();
   if (c.block_q <= 0 || c.block_k <= 0 || c.block_k > 1024)
     throw InputError("sol: block_q must be positive and block_k in [1, 1024]");
   if (c.precision != SolPrecision::bf16 && problem.q.D > 1024)
     throw InputError("sol: int8 precision needs head_dim <= 1024");
-  const SolPrepared pr = prepare(problem, c);
-  const int64_t S = pr.S, H = pr.H, D = pr.D, QB = pr.QB, VB = pr.VB;
+}
+
+AttentionResult sol_attention(const AttentionProblem& problem, const SolConfig& c) {
+  sol_check(problem, c);
+  const SolPrepared pr = sol_prepare(problem, c);
+  const int64_t S = pr.S, H = pr.H, D = pr.D, QB = pr.QB;
   const float scale = static_cast<float>(problem.softmax_scale);
 
   AttentionResult res;
@@ -379,6 +376,12 @@ AttentionResult sol_attention(const AttentionProblem& problem, const SolConfig& 
     attend_block(pr, c, scale, t / QB, t % QB, res.out);
     progress.advance();
   }
+  sol_finish(pr, c, res);
+  return res;
+}
+
+void sol_finish(const SolPrepared& pr, const SolConfig& c, AttentionResult& res) {
+  const int64_t H = pr.H, QB = pr.QB, VB = pr.VB;
 
   // Routed density: mean of the mask over [heads, query blocks, video blocks].
   nlohmann::json per_head = nlohmann::json::array();
@@ -414,7 +417,19 @@ AttentionResult sol_attention(const AttentionProblem& problem, const SolConfig& 
     res.intermediates["routing_r"] = std::move(r);
     res.intermediates["video_blocks"] = std::move(vb);
   }
-  return res;
+}
+
+nlohmann::json sol_params(const SolConfig& c) {
+  return {{"backend", "sol"},
+          {"tau", c.tau},
+          {"block_q", c.block_q},
+          {"block_k", c.block_k},
+          {"selector", sol_selector_name(c.selector)},
+          {"topk", c.topk},
+          {"cdf", c.cdf},
+          {"compensation", c.compensation},
+          {"precision", sol_precision_name(c.precision)},
+          {"round_out", c.round_out}};
 }
 
 namespace {
@@ -423,18 +438,7 @@ class SolBackend : public AttentionBackend {
  public:
   SolBackend(SolConfig c, std::string name) : c_(std::move(c)), name_(std::move(name)) {}
   std::string name() const override { return name_; }
-  nlohmann::json params() const override {
-    return {{"backend", "sol"},
-            {"tau", c_.tau},
-            {"block_q", c_.block_q},
-            {"block_k", c_.block_k},
-            {"selector", sol_selector_name(c_.selector)},
-            {"topk", c_.topk},
-            {"cdf", c_.cdf},
-            {"compensation", c_.compensation},
-            {"precision", sol_precision_name(c_.precision)},
-            {"round_out", c_.round_out}};
-  }
+  nlohmann::json params() const override { return sol_params(c_); }
   AttentionResult run(const AttentionProblem& problem) override { return sol_attention(problem, c_); }
 
  private:
@@ -444,7 +448,7 @@ class SolBackend : public AttentionBackend {
 
 }  // namespace
 
-std::unique_ptr<AttentionBackend> make_sol_backend(BackendParams& p) {
+SolConfig sol_config_from(BackendParams& p, std::string* out_name) {
   SolConfig c;
   const SolConfig def;
   c.tau = p.get_double("tau", def.tau);
@@ -467,7 +471,6 @@ std::unique_ptr<AttentionBackend> make_sol_backend(BackendParams& p) {
                                     : SolPrecision::int8_qk_pv;
   c.round_out = p.get_bool("round_out", true);
   c.dump = p.get_bool("dump", false);
-  p.finish();
 
   std::string name = "sol_";
   switch (c.selector) {
@@ -480,6 +483,14 @@ std::unique_ptr<AttentionBackend> make_sol_backend(BackendParams& p) {
   if (c.block_k != def.block_k) name += "_bk" + std::to_string(c.block_k);
   if (!c.compensation) name += "_nocomp";
   if (!c.round_out) name += "_f32out";
+  if (out_name) *out_name = name;
+  return c;
+}
+
+std::unique_ptr<AttentionBackend> make_sol_backend(BackendParams& p) {
+  std::string name;
+  const SolConfig c = sol_config_from(p, &name);
+  p.finish();
   return std::make_unique<SolBackend>(c, name);
 }
 

@@ -9,6 +9,7 @@
 
 #include "reference/attention_problem.hpp"
 #include "reference/backend_params.hpp"
+#include "reference/sage2_quant.hpp"
 
 namespace ts {
 
@@ -43,6 +44,40 @@ std::vector<SolKeyBlock> sol_key_blocks(const std::vector<Segment>& segments, in
 // Routing of one query block over its video blocks' scores r (size >= 1):
 // 1 for routed. The largest r is always routed (first on ties).
 std::vector<uint8_t> sol_route(const std::vector<double>& r, const SolConfig& cfg);
+
+// Everything a (head, query block) task reads; the host emulation and its
+// CUDA mirror (reference/cuda/attention_sol.hpp) share it, so both route
+// with the same decisions.
+struct SolPrepared {
+  int64_t H = 0, S = 0, D = 0, QB = 0, VB = 0;
+  std::vector<SolKeyBlock> blocks;
+  std::vector<int64_t> video_block_ids;  // index into blocks of each video block
+  sage2::HeadMajor q, k, v;
+  std::vector<float> kbar, vbar;         // [H][VB][D]
+  std::vector<double> r;                 // [H][QB][VB]
+  std::vector<uint8_t> mask;             // [H][QB][VB]
+  // int8 variants
+  std::vector<float> km;                 // [H][D]
+  sage2::Int8Tensor q8, k8;
+  // int8_qk_pv: V codes per key block and channel, scale per (head, block, channel)
+  std::vector<int8_t> v8;                // [H][S][D]
+  std::vector<float> v8_scale;           // [H][blocks][D]
+};
+// InputError for shapes or knobs the emulation cannot run.
+void sol_check(const AttentionProblem& problem, const SolConfig& cfg);
+SolPrepared sol_prepare(const AttentionProblem& problem, const SolConfig& cfg);
+// The pseudo-key of unrouted video block j of head h: k̄_j, or k̄_j − km for
+// the int8 variants (the smoothing shift the real keys' logits carry).
+float sol_pseudo_key(const SolPrepared& pr, const SolConfig& cfg, int64_t h, int64_t j, int64_t d);
+// ln(n_j) of video block j, the pseudo-key's logit offset.
+float sol_log_block_length(const SolPrepared& pr, int64_t j);
+// res.stats (density, density_per_head, video_blocks, query_blocks) and, when
+// cfg.dump, res.intermediates, from the routing.
+void sol_finish(const SolPrepared& pr, const SolConfig& cfg, AttentionResult& res);
+// The full parameter set, for the outputs' `params` attribute.
+nlohmann::json sol_params(const SolConfig& cfg);
+// The knobs of kind "sol" (without params.finish()); name: the output name.
+SolConfig sol_config_from(BackendParams& params, std::string* name);
 
 // Output [S, H, D] bf16 (float32 when round_out is off). stats: density,
 // density_per_head, video_blocks, query_blocks. Intermediates when dump:

@@ -153,7 +153,7 @@ inline uint8_t e2m1_unpack(const uint8_t* packed, int64_t i) {
 // cvt.rni.sat.s8.f32: nearest, ties to even, saturate to [-128, 127], NaN -> 0.
 // Clamping first keeps |x| < 2^22, where adding and subtracting 1.5*2^23 is an
 // exact RNE to an integer in the default rounding mode.
-inline int8_t int8_rni_sat(float x) {
+TS_HD inline int8_t int8_rni_sat(float x) {
   if (!(x == x)) return 0;
   if (x >= 127.0f) return 127;
   if (x <= -128.0f) return -128;

@@ -23,9 +23,11 @@ inline constexpr double kInvLn2 = 1.44269504088896338700e+00;
 inline constexpr double kLn2 = 0.693147180559945309417232121458;
 
 // e^r for |r| <= 0.35: Taylor series to degree 14 (truncation < 1e-19).
-TS_HD inline double exp_reduced(double r) {
-  double p = 1.0 / 87178291200.0;  // 1/14!
-  p = p * r + 1.0 / 6227020800.0;
+// A template so that the exact reference's vector loops (exact_tiles.cpp) run
+// the same operations lane by lane; the first step is r * (1/14!) + 1/13!.
+template <class T>
+TS_HD inline T exp_reduced(const T& r) {
+  T p = r * (1.0 / 87178291200.0) + 1.0 / 6227020800.0;  // 1/14!, 1/13!
   p = p * r + 1.0 / 479001600.0;
   p = p * r + 1.0 / 39916800.0;
   p = p * r + 1.0 / 3628800.0;
@@ -45,9 +47,10 @@ TS_HD inline double exp_reduced(double r) {
 namespace detail {
 // Rounds |t| < 2^51 to the nearest integer, ties to even, with two IEEE
 // additions: cheaper than a call to nearbyint and the same result.
-TS_HD inline double round_even(double t) {
-  constexpr double kMagic = 6755399441055744.0;  // 1.5 * 2^52
-  return (t + kMagic) - kMagic;
+inline constexpr double kRoundMagic = 6755399441055744.0;  // 1.5 * 2^52
+template <class T>
+TS_HD inline T round_even(T t) {
+  return (t + kRoundMagic) - kRoundMagic;
 }
 // 2^k for an integer-valued k in [-1022, 1023], built from its bits.
 TS_HD inline double pow2i(double k) {
@@ -58,7 +61,7 @@ TS_HD inline double pow2i(double k) {
 }
 }  // namespace detail
 
-inline double exp(double x) {
+TS_HD inline double exp(double x) {
   if (x > -708.0 && x < 709.0) {  // result and 2^k both normal
     const double k = detail::round_even(x * detail::kInvLn2);
     const double r = (x - k * detail::kLn2Hi) - k * detail::kLn2Lo;

@@ -8,6 +8,7 @@
 #include "core/block_config.hpp"
 #include "core/error.hpp"
 #include "reference/attention_exact.hpp"
+#include "reference/exact_tiles.hpp"
 #include "reference/numerics/detmath.hpp"
 
 namespace {
@@ -148,4 +149,79 @@ TEST_CASE("exact backend parses its parameters strictly") {
   CHECK_THROWS_AS(ts::make_exact_backend(bad), ts::InputError);
   auto bad2 = ts::BackendParams::parse("exact:precision=fp16");
   CHECK_THROWS_AS(ts::make_exact_backend(bad2), ts::InputError);
+}
+
+namespace {
+
+// The float64 path's documented order (exact_tiles.hpp), written out one
+// scalar at a time.
+std::vector<double> ordered_scalar(const ts::exact_tiles::Task& t) {
+  std::vector<double> out(static_cast<size_t>(t.nq * t.D));
+  for (int64_t i = 0; i < t.nq; ++i) {
+    double m = -INFINITY, l = 0;
+    std::vector<double> acc(static_cast<size_t>(t.D), 0.0), p;
+    for (int64_t k0 = 0; k0 < t.S; k0 += t.block_k) {
+      const int64_t nk = std::min(t.block_k, t.S - k0);
+      p.assign(static_cast<size_t>(nk), 0.0);
+      double row_max = -INFINITY;
+      for (int64_t j = 0; j < nk; ++j) {
+        double s = 0.0;
+        for (int64_t d = 0; d < t.D; ++d) s = s + t.q[i * t.ld_q + d] * t.k[(k0 + j) * t.ld_k + d];
+        p[j] = s;
+        row_max = std::max(row_max, s * t.scale);
+      }
+      const double m_new = std::max(m, row_max);
+      const double corr = ts::detmath::exp(m - m_new);
+      double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      for (int64_t j = 0; j < nk; ++j) part[j % 8] += (p[j] = ts::detmath::exp(p[j] * t.scale - m_new));
+      l = l * corr + (((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7])));
+      m = m_new;
+      for (int64_t d = 0; d < t.D; ++d) {
+        double a = acc[d] * corr;
+        for (int64_t j = 0; j < nk; ++j) a = a + p[j] * t.v[(k0 + j) * t.ld_v + d];
+        acc[d] = a;
+      }
+    }
+    for (int64_t d = 0; d < t.D; ++d) out[i * t.D + d] = acc[d] / l;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("exact attention: every instruction-set path gives the documented order's bits") {
+  // Ragged sizes reach every tail: D and the key block are no multiple of any
+  // vector width, the query block no multiple of the row tile; amp 100 makes
+  // some exp arguments fall below -708 (detmath::exp's slow path).
+  struct Shape {
+    int64_t S, D, nq, block_k;
+    double amp;
+  };
+  for (const Shape sh : {Shape{77, 37, 13, 19, 8.0}, Shape{300, 128, 128, 256, 12.0},
+                         Shape{64, 16, 9, 8, 100.0}}) {
+    const ts::Tensor q = make_input(sh.S, 1, sh.D, 11, sh.amp), k = make_input(sh.S, 1, sh.D, 12, sh.amp),
+                     v = make_input(sh.S, 1, sh.D, 13, 2.0);
+    ts::exact_tiles::Task t;
+    t.q = q.data.data() + 5 * sh.D;  // a query block that starts inside the sequence
+    t.k = k.data.data();
+    t.v = v.data.data();
+    t.ld_q = t.ld_k = t.ld_v = sh.D;
+    t.nq = std::min(sh.nq, sh.S - 5);
+    t.S = sh.S;
+    t.D = sh.D;
+    t.block_k = sh.block_k;
+    t.scale = 1.0 / std::sqrt(static_cast<double>(sh.D));
+    t.ld_out = sh.D;
+    const std::vector<double> want = ordered_scalar(t);
+    for (const ts::exact_tiles::Isa isa : ts::exact_tiles::isas_available()) {
+      std::vector<double> got(want.size(), std::nan(""));
+      t.out = got.data();
+      ts::exact_tiles::attend(t, isa);
+      size_t differ = 0;
+      for (size_t i = 0; i < got.size(); ++i) differ += std::memcmp(&got[i], &want[i], 8) != 0;
+      INFO("S " << sh.S << " D " << sh.D << " path " << ts::exact_tiles::isa_name(isa) << ": " << differ
+                << " of " << got.size() << " values differ");
+      CHECK(differ == 0);
+    }
+  }
 }

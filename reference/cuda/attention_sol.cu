@@ -1,0 +1,298 @@
+// The sol emulation's attention part on the device (see attention_sol.hpp).
+// One block per (query block, head), as one task of the host's loop. The
+// host's softmax takes the maximum over every logit of a row before any exp,
+// so the block runs twice over its keys: pass 0 computes the logits and the
+// row maxima, pass 1 recomputes the same logits, exponentiates them, sums the
+// denominator one row per thread in the host's key order (real keys in token
+// order, then pseudo-keys) and accumulates P·V. Keys come in chunks: each
+// attended key block (routed video, every conditioning block), then the
+// unrouted video blocks' pseudo-keys, block_k at a time.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+
+#include "reference/cuda/device_buffer.cuh"
+#include "reference/cuda/sol_kernel.hpp"
+#include "reference/numerics/convert.hpp"
+#include "reference/sol_arith.hpp"
+
+namespace ts::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+struct Args {
+  SolDeviceProblem p;  // device pointers
+  float* acc;          // [S][H][D], zeroed: the running output
+  float* out;          // [S][H][D]
+};
+
+struct Tiles {
+  float* q;      // [block_q][D+1]
+  float* kv;     // [block_k][D+1]: keys, then values
+  float* s;      // [block_q][block_k+1]: logits, then P
+  float* m;      // [block_q] row max
+  float* den;    // [block_q]
+  float* pscale; // [block_q]
+  int* pseudo;   // [block_k]: video indices of this pseudo-key chunk
+  int* count;    // [1]
+};
+
+// q tile: the int8 codes (real keys of the int8 variants) or the float q.
+__device__ void load_q(const Args& a, const Tiles& t, long long h, long long q0, int nr, bool codes) {
+  const long long S = a.p.S, D = a.p.D;
+  for (long long e = threadIdx.x; e < nr * D; e += blockDim.x) {
+    const long long r = e / D, d = e % D, i = (h * S + q0 + r) * D + d;
+    t.q[r * (D + 1) + d] = codes ? static_cast<float>(a.p.q8[i]) : a.p.q[i];
+  }
+}
+
+// Logits of the nr query rows against the len keys in t.kv (sequential dot in d).
+// real: the key tile holds tokens start.. (int8: codes, scaled as the host);
+// otherwise pseudo-keys, offset by ln(n_j).
+__device__ void logits(const Args& a, const Tiles& t, long long h, long long q0, int nr, int len,
+                       long long start, bool real) {
+  const long long S = a.p.S, D = a.p.D;
+  const int ld = a.p.block_k + 1;
+  const bool int8 = a.p.precision != 0;
+  for (int e = threadIdx.x; e < nr * len; e += blockDim.x) {
+    const int r = e / len, j = e % len;
+    const float* qr = t.q + r * (D + 1);
+    const float* kr = t.kv + j * (D + 1);
+    float dot = 0.0f;
+    for (long long d = 0; d < D; ++d) dot += qr[d] * kr[d];
+    float s;
+    if (!real) {
+      s = dot * a.p.scale + a.p.ln_n[t.pseudo[j]];
+    } else if (int8) {
+      s = (dot * (a.p.q_scale[h * S + q0 + r] * a.p.k_scale[h * S + start + j])) * a.p.scale;
+    } else {
+      s = dot * a.p.scale;
+    }
+    t.s[r * ld + j] = s;
+  }
+}
+
+// Pass 1 of a chunk, after its logits: P = exp(s - m), the denominator in key
+// order, one thread per row; int8_qk_pv then quantises P per (row, block).
+__device__ void exponentiate(const Args& a, const Tiles& t, int nr, int len, bool quantise) {
+  const int ld = a.p.block_k + 1;
+  for (int r = threadIdx.x; r < nr; r += blockDim.x) {
+    float* row = t.s + r * ld;
+    float l = t.den[r];
+    for (int j = 0; j < len; ++j) l += (row[j] = sol::expf_det(row[j] - t.m[r]));
+    t.den[r] = l;
+    if (quantise) {
+      float amax = 1e-7f;
+      for (int j = 0; j < len; ++j) amax = amax < row[j] ? row[j] : amax;  // std::max
+      const float mult = 127.0f / amax;
+      t.pscale[r] = amax / 127.0f;
+      for (int j = 0; j < len; ++j) row[j] = static_cast<float>(num::int8_rni_sat(row[j] * mult));
+    }
+  }
+}
+
+__device__ void row_max(const Args& a, const Tiles& t, int nr, int len) {
+  const int ld = a.p.block_k + 1;
+  for (int r = threadIdx.x; r < nr; r += blockDim.x) {
+    const float* row = t.s + r * ld;
+    float m = t.m[r];
+    for (int j = 0; j < len; ++j) m = m < row[j] ? row[j] : m;  // std::max's rule
+    t.m[r] = m;
+  }
+}
+
+// acc rows += P · (the values in t.kv); int8 codes: the exact integer sum,
+// dequantised as the host does, block scale v8_scale[h][block].
+__device__ void accumulate(const Args& a, const Tiles& t, long long h, long long q0, int nr, int len,
+                           long long block, bool codes) {
+  const long long H = a.p.H, D = a.p.D;
+  const int ld = a.p.block_k + 1;
+  for (long long e = threadIdx.x; e < nr * D; e += blockDim.x) {
+    const int r = static_cast<int>(e / D);
+    const long long d = e % D;
+    float* acc = a.acc + ((q0 + r) * H + h) * D + d;
+    const float* pr = t.s + r * ld;
+    float av = *acc;
+    if (codes) {
+      float dot = 0.0f;
+      for (int j = 0; j < len; ++j) dot += pr[j] * t.kv[j * (D + 1) + d];
+      av += (dot * t.pscale[r]) * a.p.v8_scale[(h * a.p.NB + block) * D + d];
+    } else {
+      for (int j = 0; j < len; ++j) av += pr[j] * t.kv[j * (D + 1) + d];
+    }
+    *acc = av;
+  }
+}
+
+__global__ void sol_tile_kernel(Args a) {
+  extern __shared__ float smem[];
+  const long long S = a.p.S, H = a.p.H, D = a.p.D, VB = a.p.VB, h = blockIdx.y, i = blockIdx.x;
+  const int bq = a.p.block_q, bk = a.p.block_k;
+  Tiles t;
+  t.q = smem;
+  t.kv = t.q + bq * (D + 1);
+  t.s = t.kv + bk * (D + 1);
+  t.m = t.s + bq * (bk + 1);
+  t.den = t.m + bq;
+  t.pscale = t.den + bq;
+  t.pseudo = reinterpret_cast<int*>(t.pscale + bq);
+  t.count = t.pseudo + bk;
+  const long long q0 = i * bq;
+  const int nr = static_cast<int>(min(static_cast<long long>(bq), S - q0));
+  const uint8_t* mask = a.p.mask + (h * a.p.QB + i) * VB;
+  const bool int8 = a.p.precision != 0, pv8 = a.p.precision == 2;
+  for (int r = threadIdx.x; r < nr; r += blockDim.x) {
+    t.m[r] = -INFINITY;
+    t.den[r] = 0.0f;
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    __syncthreads();
+    load_q(a, t, h, q0, nr, int8);
+    // Real keys: attended blocks in token order.
+    for (long long b = 0; b < a.p.NB; ++b) {
+      const long long start = a.p.blocks[b * 3], vidx = a.p.blocks[b * 3 + 2];
+      const int len = static_cast<int>(a.p.blocks[b * 3 + 1]);
+      if (vidx >= 0 && !mask[vidx]) continue;
+      __syncthreads();
+      for (long long e = threadIdx.x; e < len * D; e += blockDim.x) {
+        const long long j = e / D, d = e % D, x = (h * S + start + j) * D + d;
+        t.kv[j * (D + 1) + d] = int8 ? static_cast<float>(a.p.k8[x]) : a.p.k[x];
+      }
+      __syncthreads();
+      logits(a, t, h, q0, nr, len, start, true);
+      __syncthreads();
+      if (pass == 0) {
+        row_max(a, t, nr, len);
+        continue;
+      }
+      exponentiate(a, t, nr, len, pv8);
+      for (long long e = threadIdx.x; e < len * D; e += blockDim.x) {
+        const long long j = e / D, d = e % D, x = (h * S + start + j) * D + d;
+        t.kv[j * (D + 1) + d] = pv8 ? static_cast<float>(a.p.v8[x]) : a.p.v[x];
+      }
+      __syncthreads();
+      accumulate(a, t, h, q0, nr, len, b, pv8);
+    }
+    if (!a.p.compensation) continue;
+    // Pseudo-keys of the unrouted video blocks, in video-block order; the
+    // float q (the host's pseudo-key logits use the unquantised q).
+    __syncthreads();
+    if (int8) load_q(a, t, h, q0, nr, false);
+    for (long long j0 = 0; j0 < VB;) {
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        int n = 0;
+        for (; j0 < VB && n < bk; ++j0)
+          if (!mask[j0]) t.pseudo[n++] = static_cast<int>(j0);
+        *t.count = n;
+      } else {
+        // Every thread advances its own j0 the same way.
+        int n = 0;
+        for (; j0 < VB && n < bk; ++j0)
+          if (!mask[j0]) ++n;
+      }
+      __syncthreads();
+      const int len = *t.count;
+      if (len == 0) break;
+      for (long long e = threadIdx.x; e < len * D; e += blockDim.x) {
+        const long long u = e / D, d = e % D;
+        t.kv[u * (D + 1) + d] = a.p.pseudo_k[(h * VB + t.pseudo[u]) * D + d];
+      }
+      __syncthreads();
+      logits(a, t, h, q0, nr, len, 0, false);
+      __syncthreads();
+      if (pass == 0) {
+        row_max(a, t, nr, len);
+        continue;
+      }
+      exponentiate(a, t, nr, len, false);
+      for (long long e = threadIdx.x; e < len * D; e += blockDim.x) {
+        const long long u = e / D, d = e % D;
+        t.kv[u * (D + 1) + d] = a.p.vbar[(h * VB + t.pseudo[u]) * D + d];
+      }
+      __syncthreads();
+      accumulate(a, t, h, q0, nr, len, 0, false);
+    }
+  }
+  __syncthreads();
+  for (long long e = threadIdx.x; e < nr * D; e += blockDim.x) {
+    const int r = static_cast<int>(e / D);
+    const long long x = ((q0 + r) * H + h) * D + e % D;
+    a.out[x] = a.acc[x] / t.den[r];
+  }
+}
+
+template <class T>
+struct Upload {
+  DeviceBuffer<T> buf;
+  Upload(const T* host, size_t n) : buf(host ? n : 0) {
+    if (host && buf.err == cudaSuccess) buf.err = cudaMemcpy(buf.p, host, n * sizeof(T), cudaMemcpyHostToDevice);
+  }
+  const T* get() const { return buf.p; }
+};
+
+}  // namespace
+
+long long sol_shared_bytes(long long block_q, long long block_k, long long D) {
+  return (block_q * (D + 1) + block_k * (D + 1) + block_q * (block_k + 1) + 3 * block_q) * 4 + block_k * 4 + 4;
+}
+
+std::string sol_attention_device(const SolDeviceProblem& p, float* out, double* device_ms) {
+  const size_t n = static_cast<size_t>(p.S * p.H * p.D), nt = static_cast<size_t>(p.H * p.S);
+  const size_t nvd = static_cast<size_t>(p.H * p.VB * p.D);
+  Upload<long long> blocks(p.blocks, static_cast<size_t>(p.NB * 3));
+  Upload<uint8_t> mask(p.mask, static_cast<size_t>(p.H * p.QB * p.VB));
+  Upload<float> q(p.q, n), k(p.k, n), v(p.v, n), qs(p.q_scale, nt), ks(p.k_scale, nt);
+  Upload<int8_t> q8(p.q8, n), k8(p.k8, n), v8(p.v8, n);
+  Upload<float> v8s(p.v8_scale, static_cast<size_t>(p.H * p.NB * p.D)), pk(p.pseudo_k, nvd), vbar(p.vbar, nvd),
+      ln_n(p.ln_n, static_cast<size_t>(p.VB));
+  DeviceBuffer<float> acc(n), dout(n);
+  for (cudaError_t e : {blocks.buf.err, mask.buf.err, q.buf.err, k.buf.err, v.buf.err, qs.buf.err, ks.buf.err,
+                        q8.buf.err, k8.buf.err, v8.buf.err, v8s.buf.err, pk.buf.err, vbar.buf.err, ln_n.buf.err,
+                        acc.err, dout.err})
+    if (e != cudaSuccess) return cuda_failure("upload", e);
+  cudaError_t e;
+  if ((e = cudaMemset(acc.p, 0, n * 4)) != cudaSuccess) return cuda_failure("zero acc", e);
+  // Poison the output so a kernel that writes nothing cannot pass.
+  if ((e = cudaMemset(dout.p, 0xFF, n * 4)) != cudaSuccess) return cuda_failure("poison output", e);
+  const long long smem = sol_shared_bytes(p.block_q, p.block_k, p.D);
+  if ((e = cudaFuncSetAttribute(sol_tile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                static_cast<int>(smem))) != cudaSuccess)
+    return cuda_failure("shared memory size", e);
+  Args args{p, acc.p, dout.p};
+  args.p.blocks = blocks.get();
+  args.p.mask = mask.get();
+  args.p.q = q.get();
+  args.p.k = k.get();
+  args.p.v = v.get();
+  args.p.q_scale = qs.get();
+  args.p.k_scale = ks.get();
+  args.p.q8 = q8.get();
+  args.p.k8 = k8.get();
+  args.p.v8 = v8.get();
+  args.p.v8_scale = v8s.get();
+  args.p.pseudo_k = pk.get();
+  args.p.vbar = vbar.get();
+  args.p.ln_n = ln_n.get();
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  const dim3 grid(static_cast<unsigned>(p.QB), static_cast<unsigned>(p.H));
+  cudaEventRecord(start);
+  sol_tile_kernel<<<grid, kThreads, static_cast<size_t>(smem)>>>(args);
+  e = cudaGetLastError();
+  cudaEventRecord(stop);
+  if (e == cudaSuccess) e = cudaEventSynchronize(stop);
+  float ms = 0;
+  if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, start, stop);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  if (e != cudaSuccess) return cuda_failure("sol kernel", e);
+  if (device_ms) *device_ms = ms;
+  if ((e = cudaMemcpy(out, dout.p, n * 4, cudaMemcpyDeviceToHost)) != cudaSuccess) return cuda_failure("copy out", e);
+  return {};
+}
+
+}  // namespace ts::cuda

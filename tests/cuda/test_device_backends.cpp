@@ -1,0 +1,195 @@
+// Every device backend against its host reference, as one table walked by one
+// loop (llama.cpp's test-backend-ops style): each row names the device spec,
+// the host spec it mirrors, what it promises and on which presets it runs.
+// Without a device it says "skipped: no CUDA device", which ctest reports as a
+// skipped test. Each row prints one line of figures (the note's table).
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <string>
+
+#include "catch.hpp"
+#include "core/error.hpp"
+#include "fixtures/synth.hpp"
+#include "kernels_under_test/registry.hpp"
+#include "reference/cuda/exact_kernel.hpp"
+#include "reference/numerics/convert.hpp"
+
+namespace {
+
+enum class Promise {
+  bits,      // the host's output bits
+  // Summation order only: each bf16 output within one bf16 step of the host's, or (outputs
+  // near zero, whose float32 sums cancel, so the order can flip their sign: seen at medium)
+  // within 2^-16 of the largest output magnitude; fewer than 1 % differ.
+  bf16_ulp,
+  rel_l2,    // relative L2 to the host output below `bound`
+};
+
+struct DeviceCase {
+  const char* device;
+  const char* host;
+  Promise promise;
+  double bound;     // rel_l2 to the host: the bound (rel_l2), or a sanity ceiling (the others)
+  bool medium;      // also at the medium preset (the host side is affordable there)
+  bool routing;     // sol: compare the dumped routing (route_mask) too
+};
+
+// exact: float64 everywhere, the device's GEMM order and two-pass softmax differ.
+// sage2: the device mirrors the host's steps, bit for bit.
+// sol: the host routes; int8_qk_pv sums only integer codes in float, so any order is exact;
+// bf16 and int8_qk differ from Eigen's GEMM order (attention_sol.hpp in reference/cuda).
+const DeviceCase kCases[] = {
+    {"exact_cuda", "exact", Promise::rel_l2, 1e-13, true, false},
+    {"exact_cuda:chunk=7", "exact", Promise::rel_l2, 1e-13, false, false},
+    {"exact_cuda:chunk=100", "exact", Promise::rel_l2, 1e-13, false, false},
+    {"sage2_cuda:preset=sm121", "sage2:preset=sm121", Promise::bits, 0, true, false},
+    {"sage2_cuda:preset=sm120", "sage2:preset=sm120", Promise::bits, 0, false, false},
+    {"sage2_cuda:preset=sm89", "sage2:preset=sm89", Promise::bits, 0, false, false},
+    {"sage2_cuda:preset=sm90", "sage2:preset=sm90", Promise::bits, 0, false, false},
+    {"sage2_cuda:preset=sm121,accum=fp32", "sage2:preset=sm121,accum=fp32", Promise::bits, 0, false, false},
+    {"sage2_cuda:preset=sm90,accum=fp32+fp16", "sage2:preset=sm90,accum=fp32+fp16", Promise::bits, 0, false, false},
+    {"sage2_cuda:preset=sm121,key_block=128,round_out=off", "sage2:preset=sm121,key_block=128,round_out=off",
+     Promise::bits, 0, false, false},
+    {"sage2_cuda:preset=sm89,smooth_k=off,blkq=64,warpq=16", "sage2:preset=sm89,smooth_k=off,blkq=64,warpq=16",
+     Promise::bits, 0, false, false},
+    {"sol_cuda:precision=int8_qk_pv,dump=on", "sol:precision=int8_qk_pv,dump=on", Promise::bits, 0, true, true},
+    {"sol_cuda:precision=int8_qk_pv,round_out=off", "sol:precision=int8_qk_pv,round_out=off", Promise::bits, 0,
+     false, false},
+    {"sol_cuda:precision=int8_qk_pv,tau=-100,block_k=16", "sol:precision=int8_qk_pv,tau=-100,block_k=16",
+     Promise::bits, 0, false, false},
+    {"sol_cuda:precision=int8_qk_pv,selector=topk,compensation=off,block_q=64",
+     "sol:precision=int8_qk_pv,selector=topk,compensation=off,block_q=64", Promise::bits, 0, false, false},
+    {"sol_cuda:precision=int8_qk,dump=on", "sol:precision=int8_qk,dump=on", Promise::bf16_ulp, 1e-3, true, true},
+    {"sol_cuda:precision=int8_qk,selector=cdf,block_k=32", "sol:precision=int8_qk,selector=cdf,block_k=32",
+     Promise::bf16_ulp, 1e-3, false, false},
+    {"sol_cuda:precision=bf16,dump=on", "sol:precision=bf16,dump=on", Promise::bf16_ulp, 1e-3, false, true},
+    {"sol_cuda:precision=bf16,tau=0.5,block_k=16", "sol:precision=bf16,tau=0.5,block_k=16", Promise::bf16_ulp, 1e-3,
+     false, false},
+    {"sol_cuda:precision=bf16,round_out=off", "sol:precision=bf16,round_out=off", Promise::rel_l2, 1e-5, false,
+     false},
+};
+
+double rel_l2(const ts::Tensor& a, const ts::Tensor& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.data.size(); ++i) {
+    const double d = a.data[i] - b.data[i];
+    num += d * d;
+    den += b.data[i] * b.data[i];
+  }
+  return std::sqrt(num / den);
+}
+
+// Distance in bf16 steps between two bf16 values (sign-magnitude order).
+long bf16_steps(double a, double b) {
+  auto key = [](double x) {
+    const long bits = ts::num::bf16_bits(static_cast<float>(x));
+    return (bits & 0x8000) ? -(bits & 0x7FFF) : bits;
+  };
+  return std::labs(key(a) - key(b));
+}
+
+struct Problem {
+  ts::SynthResult syn;
+  ts::AttentionProblem p;
+};
+
+const Problem& problem(const std::string& preset) {
+  static std::map<std::string, Problem> cache;
+  auto it = cache.find(preset);
+  if (it == cache.end()) {
+    ts::SynthOptions so;
+    so.preset = preset;
+    so.seed = 3;
+    Problem& pr = cache[preset];
+    pr.syn = ts::synthesize(so);
+    pr.p = ts::make_attention_problem(pr.syn.dataset("/attention/q"), pr.syn.dataset("/attention/k"),
+                                      pr.syn.dataset("/attention/v"), pr.syn.config);
+    return pr;
+  }
+  return it->second;
+}
+
+bool with_medium() {
+  const char* env = std::getenv("TOUCHSTONE_CUDA_MEDIUM");
+  return env && std::string(env) == "1";
+}
+
+}  // namespace
+
+TEST_CASE("every device backend against its host reference") {
+  std::string why;
+  if (!ts::cuda::device_available(&why)) {
+    std::cout << "skipped: no CUDA device (" << why << ")\n";
+    return;
+  }
+  // medium costs minutes of host time per row: on when TOUCHSTONE_CUDA_MEDIUM=1.
+  std::vector<std::string> presets{"tiny", "ci"};
+  if (with_medium()) presets.push_back("medium");
+  std::printf("%-62s %-7s %-8s %10s %8s %10s %10s %9s\n", "device backend", "preset", "promise", "differ",
+              "max_ulp", "max_abs", "rel_l2", "device_ms");
+  for (const std::string& preset : presets) {
+    for (const DeviceCase& c : kCases) {
+      if (preset == "medium" && !c.medium) continue;
+      const ts::AttentionProblem& p = problem(preset).p;
+      const ts::AttentionResult host = ts::make_attention_backend(c.host, {})->run(p);
+      auto dev_backend = ts::make_attention_backend(c.device, {});
+      REQUIRE(dev_backend->device() == "cuda");
+      const ts::AttentionResult dev = dev_backend->run(p);
+      REQUIRE(dev.out.shape == host.out.shape);
+      REQUIRE(dev.out.dtype == host.out.dtype);
+      size_t differ = 0, nan = 0, first = 0, beyond = 0;
+      long max_ulp = 0;
+      double host_max = 0, max_abs = 0;
+      for (const double x : host.out.data) host_max = std::max(host_max, std::fabs(x));
+      for (size_t i = 0; i < host.out.data.size(); ++i) {
+        const double a = dev.out.data[i], b = host.out.data[i];
+        nan += std::isnan(a) ? 1 : 0;
+        if (std::memcmp(&a, &b, sizeof a) != 0 && differ++ == 0) first = i;
+        max_abs = std::max(max_abs, std::fabs(a - b));
+        if (c.promise == Promise::bf16_ulp) {
+          const long steps = bf16_steps(a, b);
+          max_ulp = std::max(max_ulp, steps);
+          if (steps > 1 && !(std::fabs(a - b) <= std::ldexp(host_max, -16))) ++beyond;
+        }
+      }
+      const double err = rel_l2(dev.out, host.out);
+      const double ms = dev.stats.contains("device_ms") ? dev.stats["device_ms"].get<double>() : -1;
+      const char* promise = c.promise == Promise::bits ? "bits" : c.promise == Promise::bf16_ulp ? "bf16_ulp" : "rel_l2";
+      std::printf("%-62s %-7s %-8s %10zu %8ld %10.3g %10.3g %9.2f\n", c.device, preset.c_str(), promise, differ,
+                  max_ulp, max_abs, err, ms);
+      INFO(preset << " " << c.device << " vs " << c.host << ": " << differ << " of " << host.out.data.size()
+                  << " values differ (first at " << first << ": " << dev.out.data[first] << " vs "
+                  << host.out.data[first] << "), max bf16 steps " << max_ulp << " (" << beyond
+                  << " beyond one step and 2^-16 of max|host|), rel_l2 " << err);
+      CHECK(nan == 0);
+      CHECK(std::isfinite(err));
+      CHECK(ms > 0);
+      switch (c.promise) {
+        case Promise::bits: CHECK(differ == 0); break;
+        case Promise::bf16_ulp:
+          CHECK(beyond == 0);
+          CHECK(differ < host.out.data.size() / 100);
+          CHECK(err < c.bound);
+          break;
+        case Promise::rel_l2: CHECK(err < c.bound); break;
+      }
+      if (c.routing) {
+        // The host routes for both; the dumps and densities must say so.
+        REQUIRE(dev.intermediates.count("route_mask") == 1);
+        CHECK(dev.intermediates.at("route_mask").data == host.intermediates.at("route_mask").data);
+        CHECK(dev.stats["density"] == host.stats["density"]);
+        CHECK(dev.stats["density_per_head"] == host.stats["density_per_head"]);
+      }
+    }
+  }
+  // The identity switches and dumps of sage2 stay on the host: bad input, not a wrong answer.
+  CHECK_THROWS_AS(ts::make_attention_backend("sage2_cuda:quant_qk=off", {}), ts::InputError);
+  CHECK_THROWS_AS(ts::make_attention_backend("sage2_cuda:dump=on", {}), ts::InputError);
+  // Tiles beyond the device's shared memory: bad input naming the knobs.
+  CHECK_THROWS_AS(ts::make_attention_backend("sol_cuda:block_q=1024,block_k=1024", {})->run(problem("tiny").p),
+                  ts::InputError);
+}
