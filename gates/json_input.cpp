@@ -101,7 +101,9 @@ class StrictBuilder {
     std::string p;
     for (std::size_t i = 0; i < n; ++i) {
       const Frame& f = frames_[i];
-      if (f.node->is_array()) p = index(p, f.node->size());
+      // An outer array already holds the open container; the innermost one
+      // has not yet received the value being read.
+      if (f.node->is_array()) p = index(p, f.node->size() - (i + 1 < frames_.size() ? 1 : 0));
       else p = join(p, printable(f.key));
     }
     return p;

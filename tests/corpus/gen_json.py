@@ -264,7 +264,7 @@ def measurements():
     base = dumps(MEAS).encode()
     meas_case("meas_utf8_backend", sub(base, b'"backend": "k"', b'"backend": "k\x80"', 1))
     meas_case("meas_utf8_key", sub(base, b'"source"', b'"sou\xc3rce"'))
-    entry("meas_long_backend", backend="b" * 2_000_000)
+    entry("meas_long_unit", index=0, unit="u" * 2_000_000)
     entry("meas_long_unknown_key", **{"x" * 1_000_000: 1})
     meas_case("meas_empty", "")
     meas_case("meas_truncated", dumps(MEAS)[:100])

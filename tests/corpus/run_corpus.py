@@ -3,6 +3,7 @@
 files and OUTDIR/cases.jsonl into a fresh temporary folder; every case must
 exit 2 with exactly one line on stderr and leave each listed file
 byte-identical. Usage: run_corpus.py BUILD_TOUCHSTONE [--keep]"""
+import concurrent.futures
 import glob
 import hashlib
 import json
@@ -80,9 +81,11 @@ def main():
         with open(os.path.join(out, "cases.jsonl")) as f:
             cases = [json.loads(line) for line in f if line.strip()]
         n_ok = 0
-        for case in cases:
+        # One case per core at a time: each is one short process.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            results = list(pool.map(lambda c: run_case(c, touchstone), cases))
+        for case, problems in zip(cases, results):
             total += 1
-            problems = run_case(case, touchstone)
             if problems:
                 failures.append((f"{name}:{case['name']}", problems))
             else:
