@@ -68,8 +68,11 @@ class StrictBuilder {
     if (!error_.empty()) return false;  // ours, raised first
     if (ex.id == 406)  // number overflow: out_of_range, not a parse_error
       return fail(path() + ": number " + printable(last_token) + " is too large for a double");
+    // "[json.exception.parse_error.101] parse error at line 1, column 4:
+    // syntax error ...; last read: '...'": keep what follows the position.
     std::string msg = ex.what();
-    const auto colon = msg.rfind(": ");
+    const auto column = msg.find(", column ");
+    const auto colon = msg.find(": ", column == std::string::npos ? 0 : column);
     if (colon != std::string::npos) msg = msg.substr(colon + 2);
     syntax_position_ = position;
     syntax_ = printable(msg);
