@@ -11,6 +11,7 @@
 #include "core/block_stage_table.hpp"
 #include "core/error.hpp"
 #include "gates/json_input.hpp"
+#include "gates/metric_range.hpp"
 #include "gates/metrics.hpp"
 
 namespace ts {
@@ -55,6 +56,26 @@ GrowthBound parse_growth(const nlohmann::json& j, const std::string& where, cons
   return g;
 }
 
+// A bound outside what the metric can be is a mistake either way: on the
+// failing side the rule can never pass, on the passing side it can never
+// fail (`min: -5` on rel_l2). A bound at the range's own end (`max: 1` on
+// cosine, `min: 0` on rel_l2) is a deliberate statement and is kept.
+void check_bounds_in_range(const GateRule& rule, const json_input::ObjectReader& r) {
+  const auto range = metric_range(rule.metric);
+  if (!range) return;
+  const std::string what = rule.metric + " is always in " + range->text();
+  if (rule.min && !range->contains(*rule.min)) {
+    const bool never_passes = *rule.min > range->hi;
+    r.fail("min", "min " + format_number(*rule.min, 6) + " can never " +
+                      (never_passes ? "pass" : "fail") + " (" + what + ")");
+  }
+  if (rule.max && !range->contains(*rule.max)) {
+    const bool never_passes = range->lo_open ? *rule.max <= range->lo : *rule.max < range->lo;
+    r.fail("max", "max " + format_number(*rule.max, 6) + " can never " +
+                      (never_passes ? "pass" : "fail") + " (" + what + ")");
+  }
+}
+
 GateRule parse_rule(const nlohmann::json& j, const std::string& where, const std::string& path) {
   json_input::ObjectReader r(j, where, path);
   GateRule rule;
@@ -80,6 +101,7 @@ GateRule parse_rule(const nlohmann::json& j, const std::string& where, const std
                      "' has no bound (give min, max, max_ratio_to_baseline or growth)");
   if (rule.min && rule.max && *rule.min > *rule.max)
     r.fail("min", "min " + format_number(*rule.min, 6) + " is above max " + format_number(*rule.max, 6));
+  check_bounds_in_range(rule, r);
   if (auto c = r.opt_number("confidence")) {
     if (!rule.is_speed()) r.fail("confidence", "only a speedup rule has a confidence");
     if (!(*c > 0.0 && *c < 1.0)) r.fail("confidence", "expected a number between 0 and 1 (exclusive)");

@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <regex>
+#include <optional>
 
 #include "core/error.hpp"
 #include "gates/json_input.hpp"
+#include "gates/metric_range.hpp"
 
 namespace ts {
 namespace {
@@ -73,6 +74,29 @@ std::string against_from_report(const std::string& a, const ImportOptions& opts)
   return normalise(a, opts);
 }
 
+// "<backend>_<metric>_vs_<ref>" split as the greedy pattern
+// ^(.+)_(metric)_vs_(.+)$ would, by hand: std::regex recurses once per
+// character and a long key overflows the stack.
+struct MetricKey {
+  std::string backend, metric, ref;
+};
+std::optional<MetricKey> metric_key(const std::string& key) {
+  static const char* const metrics[] = {"relative_l2", "rel_l2", "relative_l1", "rel_l1",
+                                        "cosine",      "rmse",   "max_abs",     "mean_abs"};
+  std::optional<MetricKey> best;
+  size_t best_at = 0;
+  for (const char* m : metrics) {
+    const std::string mid = "_" + std::string(m) + "_vs_";
+    const size_t at = key.rfind(mid);
+    if (at == std::string::npos || at == 0 || at + mid.size() >= key.size()) continue;
+    if (!best || at > best_at) {
+      best = MetricKey{key.substr(0, at), m, key.substr(at + mid.size())};
+      best_at = at;
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 MeasurementsFile import_report(const std::string& text, const std::string& where,
@@ -81,26 +105,47 @@ MeasurementsFile import_report(const std::string& text, const std::string& where
   if (!j.is_object()) throw InputError(where + ": top level: expected an object, got " + json_input::type_name(j));
   MeasurementsFile out;
   out.source = where;
+  // Normalised name -> the raw name that took it, per (level, quantity,
+  // against); and every entry's identity, so both checks stay linear.
+  std::map<std::string, std::string> shortened_by;
+  std::map<std::string, std::string> provenance_of;
   auto add = [&](Measurement x, const std::string& raw) {
+    if (raw.empty()) throw InputError(x.provenance + ": empty backend name");
     x.raw_backend = raw;
     x.backend = normalise(raw, opts);
+    const std::string rest = "\n" + x.level + "\n" + x.quantity + "\n" + x.against;
+    const auto [taken, fresh] = shortened_by.emplace(x.backend + rest, raw);
     // Stripping must not merge two backends that one section names apart.
-    for (const auto& e : out.entries)
-      if (e.backend == x.backend && e.level == x.level && e.quantity == x.quantity &&
-          e.against == x.against && e.raw_backend != raw) {
-        out.notes.push_back("kept '" + raw + "' unshortened: '" + x.backend + "' is already in " + e.provenance);
-        x.backend = raw;
-        break;
-      }
+    if (!fresh && taken->second != raw) {
+      out.notes.push_back("kept '" + raw + "' unshortened: '" + x.backend + "' is already in " +
+                          provenance_of.at(x.backend + rest));
+      x.backend = raw;
+    }
+    const auto [seen, is_new] = provenance_of.emplace(x.backend + rest, x.provenance);
+    if (!is_new)
+      throw InputError(x.provenance + ": duplicate measurement of " + x.quantity + " (" + x.level +
+                       ") for backend '" + x.backend + "' (also " + seen->second + ")");
     out.entries.push_back(std::move(x));
   };
-  static const std::regex metric_re("^(.+)_(relative_l2|rel_l2|relative_l1|rel_l1|cosine|rmse|max_abs|mean_abs)_vs_(.+)$");
+  auto check_metric = [&](const Measurement& x, const std::string& path) {
+    const auto range = metric_range(x.quantity);
+    if (range && !range->contains(x.value))
+      throw InputError(where + ": " + path + ": " + x.quantity + " " + format_number(x.value, 6) +
+                       " is impossible (" + x.quantity + " is always in " + range->text() + ")");
+  };
 
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& key = it.key();
     const auto& val = it.value();
     const auto sec = timing_section(key);
-    if (sec && val.is_object()) {
+    if (sec) {
+      if (!val.is_object())
+        throw InputError(where + ": " + key + ": a timing section is an object ({backend: number} or "
+                         "{backend: {quantity: number}}), got " + json_input::type_name(val));
+      const auto& lv = measurement_levels();
+      if (std::find(lv.begin(), lv.end(), sec->level) == lv.end() || sec->level == "quality")
+        throw InputError(where + ": " + key + ": a timing section at no known level (its name must contain "
+                         "'block' or 'attention_internal', or start with 'sampling')");
       const std::string qty1 = key.substr(0, key.find(sec->unit == "ms" ? "_milliseconds" : "_seconds"));
       for (auto b = val.begin(); b != val.end(); ++b) {
         const std::string path = key + "." + b.key();
@@ -116,8 +161,10 @@ MeasurementsFile import_report(const std::string& text, const std::string& where
             throw InputError(where + ": " + path + ": a timing must be a positive number");
           add(x, b.key());
         } else if (b.value().is_object()) {
+          if (b.value().empty()) throw InputError(where + ": " + path + ": no timings in it");
           for (auto q = b.value().begin(); q != b.value().end(); ++q) {
             const std::string qpath = path + "." + q.key();
+            if (q.key().empty()) throw InputError(where + ": " + qpath + ": empty quantity name");
             if (!q.value().is_number())
               throw InputError(where + ": " + qpath + ": expected a number, got " +
                                json_input::type_name(q.value()));
@@ -142,6 +189,9 @@ MeasurementsFile import_report(const std::string& text, const std::string& where
     if (key.find("quality") != std::string::npos && val.is_object()) {
       for (auto q = val.begin(); q != val.end(); ++q) {
         const std::string path = key + "." + q.key();
+        // A key that names a figure must hold one; prose elsewhere is a note.
+        if (!q.value().is_number() && (metric_key(q.key()) || timing_section(q.key())))
+          throw InputError(where + ": " + path + ": expected a number, got " + json_input::type_name(q.value()));
         if (q.value().is_string()) {
           out.notes.push_back(path + ": " + q.value().get<std::string>());
           continue;
@@ -151,24 +201,25 @@ MeasurementsFile import_report(const std::string& text, const std::string& where
           continue;
         }
         const double v = q.value().get<double>();
-        std::smatch mm;
         const std::string& qk = q.key();
-        if (std::regex_match(qk, mm, metric_re)) {
+        if (const auto mk = metric_key(qk)) {
           Measurement x;
-          x.quantity = metric_from_report(mm[2].str());
+          x.quantity = metric_from_report(mk->metric);
           x.value = v;
           x.unit = "";
           x.level = "quality";
-          x.against = against_from_report(mm[3].str(), opts);
+          x.against = against_from_report(mk->ref, opts);
           x.statistic = "single";
           x.provenance = where + ": " + path;
-          add(x, mm[1].str());
+          check_metric(x, path);
+          add(x, mk->backend);
           continue;
         }
         if (const auto ts = timing_section(qk)) {
           // "<backend>_p50_milliseconds": the variant's own attention timing.
           std::string raw = qk.substr(0, qk.size() - (ts->unit == "ms" ? 13 : 8));
           if (ts->statistic != "single") raw.resize(raw.size() - ts->statistic.size() - 1);
+          if (raw.empty()) throw InputError(where + ": " + path + ": empty backend name");
           if (!(v > 0) || !std::isfinite(v))
             throw InputError(where + ": " + path + ": a timing must be a positive number");
           Measurement x;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/printable.hpp"
 
 namespace ts::json_input {
 
@@ -26,29 +27,147 @@ std::string index(const std::string& path, size_t i) {
   return path + "[" + std::to_string(i) + "]";
 }
 
-nlohmann::json parse(const std::string& text, const std::string& where) {
-  // One set of keys per open object (arrays push an unused set), so a key
-  // repeated inside one object is caught while parsing.
-  std::vector<std::set<std::string>> keys;
-  std::string duplicate;
-  auto cb = [&](int, nlohmann::json::parse_event_t ev, nlohmann::json& parsed) {
-    using E = nlohmann::json::parse_event_t;
-    if (ev == E::object_start || ev == E::array_start) keys.emplace_back();
-    if (ev == E::object_end || ev == E::array_end) {
-      if (!keys.empty()) keys.pop_back();
-    }
-    if (ev == E::key && !keys.empty() && parsed.is_string()) {
-      const auto k = parsed.get<std::string>();
-      if (!keys.back().insert(k).second && duplicate.empty()) duplicate = k;
-    }
+namespace {
+
+// Builds the document from nlohmann's SAX events (no recursion, whatever the
+// depth) and refuses, naming the JSON path, what the DOM parser would accept
+// or turn into a crash: nesting past kMaxDepth (copying or printing such a
+// value recurses once per level), a key repeated in one object (the second
+// would silently win), a number too large for a double (the DOM parser throws
+// a non-parse error) or one so small that it would read as 0.
+class StrictBuilder {
+ public:
+  using json = nlohmann::json;
+  explicit StrictBuilder(std::string where) : where_(std::move(where)) {}
+
+  bool null() { return value(json(nullptr)); }
+  bool boolean(bool b) { return value(json(b)); }
+  bool number_integer(json::number_integer_t v) { return value(json(v)); }
+  bool number_unsigned(json::number_unsigned_t v) { return value(json(v)); }
+  bool number_float(json::number_float_t v, const std::string& literal) {
+    if (v == 0 && has_nonzero_mantissa(literal))
+      return fail(path() + ": number " + printable(literal) +
+                  " is too small for a double (it would read as 0)");
+    return value(json(v));
+  }
+  bool string(std::string& s) { return value(json(std::move(s))); }
+  bool binary(json::binary_t& b) { return value(json(std::move(b))); }
+  bool start_object(std::size_t) { return open(json::object()); }
+  bool start_array(std::size_t) { return open(json::array()); }
+  bool key(std::string& k) {
+    Frame& f = frames_.back();
+    if (f.node->contains(k))
+      return fail(prefix(frames_.size() - 1) + "duplicate key '" + printable(k) + "'");
+    f.key = std::move(k);
     return true;
+  }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool parse_error(std::size_t position, const std::string& last_token,
+                   const nlohmann::detail::exception& ex) {
+    if (!error_.empty()) return false;  // ours, raised first
+    if (ex.id == 406)  // number overflow: out_of_range, not a parse_error
+      return fail(path() + ": number " + printable(last_token) + " is too large for a double");
+    // "[json.exception.parse_error.101] parse error at line 1, column 4:
+    // syntax error ...; last read: '...'": keep what follows the position.
+    std::string msg = ex.what();
+    const auto column = msg.find(", column ");
+    const auto colon = msg.find(": ", column == std::string::npos ? 0 : column);
+    if (colon != std::string::npos) msg = msg.substr(colon + 2);
+    syntax_position_ = position;
+    syntax_ = printable(msg);
+    return false;
+  }
+
+  json root;
+  std::string error_, syntax_;
+  std::size_t syntax_position_ = 0;
+  static constexpr std::size_t kMaxDepth = 128;
+
+ private:
+  struct Frame {
+    json* node;
+    std::string key;  // objects: the key of the value being read
   };
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text, cb, true, false);
-  } catch (const nlohmann::json::parse_error& e) {
+
+  static bool has_nonzero_mantissa(const std::string& lit) {
+    for (char c : lit) {
+      if (c == 'e' || c == 'E') break;
+      if (c >= '1' && c <= '9') return true;
+    }
+    return false;
+  }
+
+  // The JSON path through the first `n` open containers; with all of them,
+  // the path of the value being read: "rules[3].max".
+  std::string path_through(std::size_t n) const {
+    std::string p;
+    for (std::size_t i = 0; i < n; ++i) {
+      const Frame& f = frames_[i];
+      // An outer array already holds the open container; the innermost one
+      // has not yet received the value being read.
+      if (f.node->is_array()) p = index(p, f.node->size() - (i + 1 < frames_.size() ? 1 : 0));
+      else p = join(p, printable(f.key));
+    }
+    return p;
+  }
+  std::string path() const {
+    const std::string p = path_through(frames_.size());
+    return p.empty() ? "top level" : p;
+  }
+  std::string prefix(std::size_t n) const {
+    const std::string p = path_through(n);
+    return p.empty() ? "" : p + ": ";
+  }
+
+  bool fail(const std::string& message) {
+    if (error_.empty()) error_ = message;
+    return false;
+  }
+
+  json* place(json&& v) {
+    if (frames_.empty()) {
+      root = std::move(v);
+      return &root;
+    }
+    json& parent = *frames_.back().node;
+    if (parent.is_array()) {
+      parent.push_back(std::move(v));
+      return &parent.back();
+    }
+    json& slot = parent[frames_.back().key];
+    slot = std::move(v);
+    return &slot;
+  }
+  bool value(json&& v) {
+    place(std::move(v));
+    return true;
+  }
+  bool open(json&& container) {
+    if (frames_.size() >= kMaxDepth)
+      return fail(path() + ": nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    json* node = place(std::move(container));
+    frames_.push_back({node, {}});
+    return true;
+  }
+  bool close() {
+    frames_.pop_back();
+    return true;
+  }
+
+  std::string where_;
+  std::vector<Frame> frames_;
+};
+
+}  // namespace
+
+nlohmann::json parse(const std::string& text, const std::string& where) {
+  StrictBuilder b(where);
+  nlohmann::json::sax_parse(text, &b, nlohmann::json::input_format_t::json, true, false);
+  if (!b.error_.empty()) throw InputError(where + ": " + b.error_);
+  if (!b.syntax_.empty()) {
     size_t line = 1, col = 1;
-    const size_t upto = std::min(e.byte > 0 ? e.byte - 1 : 0, text.size());
+    const size_t upto = std::min(b.syntax_position_ > 0 ? b.syntax_position_ - 1 : 0, text.size());
     for (size_t i = 0; i < upto; ++i) {
       if (text[i] == '\n') {
         ++line;
@@ -57,14 +176,10 @@ nlohmann::json parse(const std::string& text, const std::string& where) {
         ++col;
       }
     }
-    std::string msg = e.what();
-    const auto colon = msg.rfind(": ");
-    if (colon != std::string::npos) msg = msg.substr(colon + 2);
     throw InputError(where + ": invalid JSON at line " + std::to_string(line) + ", column " +
-                     std::to_string(col) + ": " + msg);
+                     std::to_string(col) + ": " + b.syntax_);
   }
-  if (!duplicate.empty()) throw InputError(where + ": duplicate key '" + duplicate + "'");
-  return j;
+  return std::move(b.root);
 }
 
 std::string read_text(const std::string& path) {
@@ -88,7 +203,7 @@ ObjectReader::ObjectReader(const nlohmann::json& obj, std::string where, std::st
 std::string ObjectReader::path_of(const std::string& key) const { return join(path_, key); }
 
 void ObjectReader::fail(const std::string& key, const std::string& message) const {
-  throw InputError(where_ + ": " + path_of(key) + ": " + message);
+  throw InputError(printable(where_ + ": " + path_of(key) + ": " + message));
 }
 
 bool ObjectReader::has(const std::string& key) const { return obj_.contains(key); }

@@ -9,6 +9,7 @@
 #include "core/block_stage_table.hpp"
 #include "core/error.hpp"
 #include "gates/json_input.hpp"
+#include "gates/metric_range.hpp"
 #include "gates/metrics.hpp"
 
 namespace ts {
@@ -54,9 +55,16 @@ nlohmann::json MeasurementsFile::to_json() const {
 
 std::vector<std::string> MeasurementsFile::backends() const {
   std::vector<std::string> out;
+  std::set<std::string> seen;
   for (const auto& e : entries)
-    if (std::find(out.begin(), out.end(), e.backend) == out.end()) out.push_back(e.backend);
+    if (seen.insert(e.backend).second) out.push_back(e.backend);
   return out;
+}
+
+const std::vector<std::string>& measurement_levels() {
+  static const std::vector<std::string> levels = {"sampling", "sampling_stage", "block",
+                                                  "attention_variant", "attention_internal", "quality"};
+  return levels;
 }
 
 MeasurementsFile parse_measurements(const std::string& text, const std::string& where) {
@@ -93,12 +101,16 @@ MeasurementsFile parse_measurements(const std::string& text, const std::string& 
     x.unit = e.req_string("unit", false);
     x.level = e.req_string("level");
     x.provenance = e.req_string("provenance");
-    if (auto a = e.opt_string("against")) x.against = *a;
+    if (auto a = e.opt_string("against")) {
+      if (a->empty()) e.fail("against", "must not be empty");
+      x.against = *a;
+    }
     if (auto t = e.opt_string("tensor")) x.tensor = *t;
     if (auto s = e.opt_string("statistic")) x.statistic = *s;
     if (auto b = e.opt_string("raw_backend")) x.raw_backend = *b;
     if (const auto* s = e.optional("samples")) {
       if (!s->is_array()) e.fail("samples", "expected an array, got " + json_input::type_name(*s));
+      if (s->empty()) e.fail("samples", "must hold at least one sample (leave the key out when there are none)");
       for (size_t k = 0; k < s->size(); ++k) {
         const auto& v = (*s)[k];
         if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= 0)
@@ -111,11 +123,24 @@ MeasurementsFile parse_measurements(const std::string& text, const std::string& 
     if (x.is_metric()) {
       if (x.against.empty()) e.fail("against", "missing (a metric is measured against a backend or \"exact\")");
       if (!x.unit.empty()) e.fail("unit", "a metric has no unit (use \"\")");
+      const auto range = metric_range(x.quantity);
+      if (range && !range->contains(x.value))
+        e.fail("value", x.quantity + " " + format_number(x.value, 6) + " is impossible (" + x.quantity +
+                            " is always in " + range->text() + ")");
+      if (x.level != "quality") e.fail("level", "a metric's level is \"quality\", got \"" + x.level + "\"");
+      if (!x.samples.empty()) e.fail("samples", "only timings have per-run samples");
+      const auto& tn = gate_tensor_names();
+      if (std::find(tn.begin(), tn.end(), x.tensor) == tn.end())
+        e.fail("tensor", "unknown tensor '" + x.tensor + "' (expected attention, stages or a block stage name)");
     } else {
       if (x.unit != "ms" && x.unit != "s")
         e.fail("unit", "expected \"ms\" or \"s\" for timing quantity '" + x.quantity + "', got \"" + x.unit + "\"");
       if (!(x.value > 0)) e.fail("value", "a timing must be positive");
       if (!x.against.empty()) e.fail("against", "only metrics are measured against something");
+      const auto& lv = measurement_levels();
+      if (x.level == "quality" || std::find(lv.begin(), lv.end(), x.level) == lv.end())
+        e.fail("level", "unknown timing level '" + x.level +
+                            "' (expected sampling, sampling_stage, block, attention_variant or attention_internal)");
     }
     const std::string key = x.backend + "|" + x.level + "|" + x.quantity + "|" + x.against + "|" +
                             (x.is_metric() ? x.tensor : "");

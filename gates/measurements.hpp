@@ -40,6 +40,10 @@ struct MeasurementsFile {
   std::vector<std::string> backends() const;  // in order of first appearance
 };
 
+// sampling, sampling_stage, block, attention_variant, attention_internal
+// (timings) and quality (metrics): the levels a measurement may have.
+const std::vector<std::string>& measurement_levels();
+
 MeasurementsFile parse_measurements(const std::string& text, const std::string& where);
 MeasurementsFile load_measurements(const std::string& path);
 

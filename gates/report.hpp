@@ -3,6 +3,7 @@
 // (everything), JUnit XML (one test case per candidate x rule), a
 // Markdown summary for CI job pages and a self-contained HTML page with
 // inline SVG plots for triage.
+#include <map>
 #include <optional>
 #include <string>
 
@@ -10,6 +11,23 @@
 #include "gates/verdict.hpp"
 
 namespace ts {
+
+// A candidate's outcomes by rule id (built-in checks left out), so that a
+// table of many rules renders in linear time.
+class RuleOutcomes {
+ public:
+  explicit RuleOutcomes(const CandidateVerdict& c) {
+    for (const auto& o : c.outcomes)
+      if (!o.builtin) by_id_.emplace(o.id, &o);
+  }
+  const RuleOutcome* find(const std::string& id) const {
+    const auto it = by_id_.find(id);
+    return it == by_id_.end() ? nullptr : it->second;
+  }
+
+ private:
+  std::map<std::string, const RuleOutcome*> by_id_;
+};
 
 std::string render_terminal(const GateRun& run);
 std::string render_json(const GateRun& run);

@@ -48,10 +48,10 @@ std::string render_markdown(const GateRun& run) {
   out << "---|\n";
   for (const auto& c : run.candidates) {
     out << "| `" << md(c.candidate) << "` |";
+    const RuleOutcomes by_id(c);
     for (const auto& r : run.gate.rules) {
-      auto it = std::find_if(c.outcomes.begin(), c.outcomes.end(),
-                             [&](const RuleOutcome& o) { return !o.builtin && o.id == r.id; });
-      if (it == c.outcomes.end()) {
+      const RuleOutcome* it = by_id.find(r.id);
+      if (!it) {
         out << " - |";
         continue;
       }

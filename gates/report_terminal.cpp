@@ -42,10 +42,10 @@ std::string render_terminal(const GateRun& run) {
   rows.push_back(head);
   for (const auto& c : run.candidates) {
     std::vector<std::string> row{c.candidate};
+    const RuleOutcomes by_id(c);
     for (const auto& r : run.gate.rules) {
-      auto it = std::find_if(c.outcomes.begin(), c.outcomes.end(),
-                             [&](const RuleOutcome& o) { return !o.builtin && o.id == r.id; });
-      row.push_back(it == c.outcomes.end() ? "-" : cell(*it));
+      const RuleOutcome* o = by_id.find(r.id);
+      row.push_back(o ? cell(*o) : "-");
     }
     row.push_back(verdict_name(c.verdict));
     rows.push_back(row);
