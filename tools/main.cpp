@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/printable.hpp"
 #include "tools/command.hpp"
 
 namespace ts::cli {
@@ -96,10 +97,10 @@ int main(int argc, char** argv) {
   try {
     return it->second();
   } catch (const ts::InputError& e) {
-    std::fprintf(stderr, "touchstone: error: %s\n", e.what());
+    std::fprintf(stderr, "touchstone: error: %s\n", ts::printable(e.what()).c_str());
     return ts::kBadInput;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "touchstone: internal error: %s\n", e.what());
+    std::fprintf(stderr, "touchstone: internal error: %s\n", ts::printable(e.what()).c_str());
     return ts::kInternal;
   }
 }
