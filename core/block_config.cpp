@@ -4,8 +4,10 @@
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "core/error.hpp"
+#include "core/printable.hpp"
 
 namespace ts {
 
@@ -46,7 +48,7 @@ void BlockConfig::validate(const std::string& where) const {
   int64_t expect = 0, video = 0;
   for (size_t i = 0; i < segments.size(); ++i) {
     const auto& s = segments[i];
-    const std::string id = "segment " + std::to_string(i) + " '" + s.name + "'";
+    const std::string id = "segment " + std::to_string(i) + " '" + printable(s.name) + "'";
     if (s.length <= 0) fail(id + " has length " + std::to_string(s.length));
     if (s.start < expect)
       fail(id + " overlaps the previous segment (starts at " + std::to_string(s.start) +
@@ -99,11 +101,30 @@ std::string segments_to_json(const std::vector<Segment>& segs) {
 
 std::vector<Segment> segments_from_json(const std::string& text, const std::string& where) {
   nlohmann::json j;
+  // A key repeated within one object is an error (the second would silently
+  // win), as in gate files; segments are two levels deep at most.
+  std::vector<std::set<std::string>> keys;
+  std::string repeated;
+  bool too_deep = false;
+  auto check = [&](int depth, nlohmann::json::parse_event_t ev, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (depth > 8) too_deep = true;
+    if (ev == E::object_start) keys.emplace_back();
+    if (ev == E::object_end && !keys.empty()) keys.pop_back();
+    if (ev == E::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second &&
+        repeated.empty())
+      repeated = parsed.get<std::string>();
+    return !too_deep;
+  };
   try {
-    j = nlohmann::json::parse(text);
+    j = nlohmann::json::parse(text, check);
   } catch (const std::exception& e) {
     throw InputError(where + ": segments is not valid JSON");
   }
+  if (too_deep) throw InputError(where + ": segments is nested too deeply (a list of objects)");
+  if (!repeated.empty())
+    throw InputError(where + ": segments repeats the key '" + printable(repeated) +
+                     "' within one object");
   if (!j.is_array()) throw InputError(where + ": segments must be a JSON array");
   std::vector<Segment> out;
   for (size_t i = 0; i < j.size(); ++i) {
@@ -112,7 +133,7 @@ std::vector<Segment> segments_from_json(const std::string& text, const std::stri
     if (!e.is_object()) throw InputError(at + " must be an object");
     for (auto it = e.begin(); it != e.end(); ++it)
       if (it.key() != "name" && it.key() != "kind" && it.key() != "start" && it.key() != "length")
-        throw InputError(at + " has unknown key '" + it.key() + "'");
+        throw InputError(at + " has unknown key '" + printable(it.key()) + "'");
     if (!e.contains("name") || !e["name"].is_string())
       throw InputError(at + ".name must be a string");
     if (!e.contains("kind") || !e["kind"].is_string() ||

@@ -1,4 +1,4 @@
-// touchstone fixture synth | inspect | validate
+// touchstone fixture synth | inspect | validate | rm-output
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -35,7 +35,7 @@ Registration synth_reg{
         std::string preset = "ci", out;
         uint64_t seed = 0;
         double structure = 0.7;
-        bool compress = false, with_block = false;
+        bool compress = false, with_block = false, force = false;
       };
       auto o = std::make_shared<Opts>();
       app.add_option("--preset", o->preset, "tiny, ci, medium or block24 (block.md)")->capture_default_str();
@@ -47,6 +47,9 @@ Registration synth_reg{
                    "also synthesize /block (x, modulation, weights, observed stages); q, k, v "
                    "become the block's own attention inputs");
       app.add_option("-o,--output", o->out, "fixture file to write (HDF5)")->required();
+      app.add_flag("--force", o->force,
+                   "replace an existing file at -o, with every output it holds (default: refuse, "
+                   "exit 2)");
       ts::cli::set_example(app, "touchstone fixture synth --preset ci --seed 1 --with-block -o ci.h5");
       return [o]() -> int {
         const auto t0 = std::chrono::steady_clock::now();
@@ -58,6 +61,7 @@ Registration synth_reg{
         if (o->with_block) ts::synthesize_block(so, r);
         ts::WriteOptions wo;
         wo.compress = o->compress;
+        wo.replace = o->force;
         ts::write_synthetic(r, o->out, wo);
         const double secs =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -86,7 +90,7 @@ Registration inspect_reg{
       return [o]() -> int {
         nlohmann::json j = ts::inspect_fixture(o->file);
         if (o->json.on()) {
-          o->json.emit(j.dump(2) + "\n");
+          o->json.emit(j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
           if (o->json.to_stdout()) return ts::kPass;
         }
         std::cout << o->file << "\n";
@@ -135,15 +139,42 @@ Registration validate_reg{
         lo.allow_nonfinite = o->allow_nonfinite;
         if (o->json.on()) {
           try {
-            o->json.emit(ts::validate_fixture_json(o->file, lo).dump(2) + "\n");
+            o->json.emit(ts::validate_fixture_json(o->file, lo).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
           } catch (const ts::InputError& e) {
             // The verdict on stdout for machines, the line on stderr for people.
-            o->json.emit(nlohmann::json{{"ok", false}, {"file", o->file}, {"error", e.what()}}.dump(2) + "\n");
+            o->json.emit(nlohmann::json{{"ok", false}, {"file", o->file}, {"error", e.what()}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
             throw;
           }
           if (o->json.to_stdout()) return ts::kPass;
         }
         std::cout << ts::validate_fixture(o->file, lo) << "\n";
+        return ts::kPass;
+      };
+    }};
+
+Registration rm_output_reg{
+    "fixture rm-output",
+    "Remove one output (/outputs/NAME, and /timings/NAME unless --keep-timings) from a fixture",
+    [](CLI::App& app) -> Action {
+      struct Opts {
+        std::string file, name;
+        bool keep_timings = false, json = false;
+      };
+      auto o = std::make_shared<Opts>();
+      app.add_option("file", o->file, "fixture file (HDF5)")->required();
+      app.add_option("name", o->name, "output name, as under /outputs (e.g. sage2_sm121)")->required();
+      app.add_flag("--keep-timings", o->keep_timings, "leave /timings/NAME in place");
+      app.add_flag("--json", o->json, "machine-readable output");
+      app.footer("Example: touchstone fixture rm-output ci.h5 sol_tau1.3");
+      return [o]() -> int {
+        const auto removed = ts::remove_output(o->file, o->name, o->keep_timings);
+        if (o->json) {
+          std::cout << nlohmann::json{{"file", o->file}, {"removed", removed}}.dump(
+                           2, ' ', false, nlohmann::json::error_handler_t::replace)
+                    << "\n";
+          return ts::kPass;
+        }
+        for (const auto& r : removed) std::cout << o->file << ": removed " << r << "\n";
         return ts::kPass;
       };
     }};

@@ -101,7 +101,7 @@ def run(touchstone, out, presets=("sm121", "sm90"), target=2e-3, seed=7, fixture
     f = os.path.join(out, f"fidelity_{fixture_preset}.h5")
     if os.path.exists(f):  # this run's own scratch fixture: a fresh one each time
         os.remove(f)
-    ts("fixture", "synth", "--preset", fixture_preset, "--seed", str(seed), "-o", f)
+    ts("fixture", "synth", "--force", "--preset", fixture_preset, "--seed", str(seed), "-o", f)
     ts("reference", f, "--backend", "exact")
     rows = []
     for p in presets:

@@ -162,7 +162,7 @@ TEST_CASE("replaying with exact settings shows where NVFP4 and sage2 errors ente
 
 TEST_CASE("fixture synth --with-block, then a bit-exact replay, all through the CLI", "[block][cli]") {
   const std::string f = scratch() + "/tiny_block.h5";
-  const Result s = cli("fixture synth --preset tiny --seed 5 --with-block -o " + f);
+  const Result s = cli("fixture synth --force --preset tiny --seed 5 --with-block -o " + f);
   INFO(s.err);
   REQUIRE(s.code == 0);
   REQUIRE(cli("reference " + f + " " + kReplay).code == 0);

@@ -33,7 +33,7 @@ std::string tiny_fixture() {
   static const std::string path = [] {
     const auto p = std::filesystem::temp_directory_path() /
                    ("touchstone_sweep_" + std::to_string(getpid()) + ".h5");
-    const Run r = cli("fixture synth --preset tiny --seed 3 -o \"" + p.string() + "\"");
+    const Run r = cli("fixture synth --force --preset tiny --seed 3 -o \"" + p.string() + "\"");
     REQUIRE(r.rc == 0);
     return p.string();
   }();

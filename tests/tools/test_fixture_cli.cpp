@@ -44,7 +44,7 @@ void expect_bad_input(const Run& r, const std::string& file, const std::string& 
 
 TEST_CASE("fixture synth, validate and inspect on a good file", "[cli][fixture]") {
   const std::string f = fixture_dir() + "/tiny.h5";
-  Run r = touchstone("fixture synth --preset tiny --seed 3 --structure 0.6 -o " + f);
+  Run r = touchstone("fixture synth --force --preset tiny --seed 3 --structure 0.6 -o " + f);
   INFO(r.err);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("wrote " + f) != std::string::npos);
@@ -80,7 +80,7 @@ TEST_CASE("fixture synth, validate and inspect on a good file", "[cli][fixture]"
 
   // Same seed, same bits; --compress changes storage only.
   const std::string g = fixture_dir() + "/tiny2.h5";
-  REQUIRE(touchstone("fixture synth --preset tiny --seed 3 --structure 0.6 --compress -o " + g).code == 0);
+  REQUIRE(touchstone("fixture synth --force --preset tiny --seed 3 --structure 0.6 --compress -o " + g).code == 0);
   CHECK(ts::read_tensor(f, "/attention/k").data == ts::read_tensor(g, "/attention/k").data);
 
   for (const char* sub : {"synth", "inspect", "validate"}) {
@@ -92,7 +92,7 @@ TEST_CASE("fixture synth, validate and inspect on a good file", "[cli][fixture]"
 
 TEST_CASE("fixture validate: bad files exit 2 with one line", "[cli][fixture]") {
   const std::string good = fixture_dir() + "/good.h5";
-  REQUIRE(touchstone("fixture synth --preset tiny -o " + good).code == 0);
+  REQUIRE(touchstone("fixture synth --force --preset tiny -o " + good).code == 0);
 
   const std::string text = fixture_dir() + "/notes.txt";
   std::ofstream(text) << "not hdf5\n";
@@ -134,19 +134,19 @@ TEST_CASE("fixture validate: bad files exit 2 with one line", "[cli][fixture]") 
 
 TEST_CASE("fixture synth: bad options exit 2, and nothing is written", "[cli][fixture]") {
   const std::string out = fixture_dir() + "/synth_bad.h5";
-  Run r = touchstone("fixture synth --preset huge -o " + out);
+  Run r = touchstone("fixture synth --force --preset huge -o " + out);
   CHECK(r.code == 2);
   CHECK(line_count(r.err) == 1);
   CHECK(r.err.find("unknown preset 'huge'") != std::string::npos);
-  r = touchstone("fixture synth --preset tiny --structure 1.5 -o " + out);
+  r = touchstone("fixture synth --force --preset tiny --structure 1.5 -o " + out);
   CHECK(r.code == 2);
   CHECK(line_count(r.err) == 1);
   CHECK(r.err.find("--structure") != std::string::npos);
-  r = touchstone("fixture synth --preset tiny");  // no -o
+  r = touchstone("fixture synth --force --preset tiny");  // no -o
   CHECK(r.code == 2);
   CHECK(line_count(r.err) == 1);
   const std::string nodir = fixture_dir() + "/no/such/dir/f.h5";
-  r = touchstone("fixture synth --preset tiny -o " + nodir);
+  r = touchstone("fixture synth --force --preset tiny -o " + nodir);
   CHECK(r.code == 2);
   CHECK(line_count(r.err) == 1);
   CHECK(r.err.find(nodir) != std::string::npos);
@@ -156,7 +156,7 @@ TEST_CASE("fixture synth: bad options exit 2, and nothing is written", "[cli][fi
 
 TEST_CASE("fixture synth --with-block writes a block fixture that validates", "[cli][fixture]") {
   const std::string f = fixture_dir() + "/tiny_block.h5";
-  Run r = touchstone("fixture synth --preset tiny --seed 2 --with-block -o " + f);
+  Run r = touchstone("fixture synth --force --preset tiny --seed 2 --with-block -o " + f);
   INFO(r.err);
   REQUIRE(r.code == 0);
   r = touchstone("fixture validate --json " + f);

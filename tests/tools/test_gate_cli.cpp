@@ -192,7 +192,7 @@ TEST_CASE("gate CLI: every malformed file of the corpus is exit 2 with one line 
 
 TEST_CASE("gate CLI: running backends on a fixture") {
   const std::string f = scratch() + "/tiny.h5";
-  Result r = cli("fixture synth --preset tiny --seed 3 -o " + f);
+  Result r = cli("fixture synth --force --preset tiny --seed 3 -o " + f);
   REQUIRE(r.code == 0);
   const std::string j = scratch() + "/fixture.report.json";
   // The exact reference against itself is bit exact.

@@ -93,7 +93,7 @@ TEST_CASE("html CLI: touchstone compare --html plots rel_l2 per head, query bloc
   const std::string dir = scratch() + "/html_compare";
   fs::create_directories(dir);
   const std::string f = dir + "/tiny.h5";
-  REQUIRE(run_cli("fixture synth --preset tiny --seed 5 -o " + f).code == 0);
+  REQUIRE(run_cli("fixture synth --force --preset tiny --seed 5 -o " + f).code == 0);
   REQUIRE(run_cli("reference " + f + " --backend exact").code == 0);
   REQUIRE(run_cli("reference " + f + " --backend sage2 --preset sm121").code == 0);
 

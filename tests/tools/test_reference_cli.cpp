@@ -12,7 +12,7 @@
 TEST_CASE("reference --dump: intermediates with their scale datasets, comparable by compare") {
   std::filesystem::create_directories(ts::test::scratch_dir());
   const std::string f = ts::test::scratch_dir() + "/dump.h5";
-  REQUIRE(ts::test::run_cli("fixture synth --preset tiny --seed 4 -o " + f).code == 0);
+  REQUIRE(ts::test::run_cli("fixture synth --force --preset tiny --seed 4 -o " + f).code == 0);
   const auto r = ts::test::run_cli("reference " + f + " --backend sage2 --preset sm90 --dump --json");
   REQUIRE(r.code == 0);
   const auto j = nlohmann::json::parse(r.out);
