@@ -22,7 +22,9 @@ constexpr double kHostFlopsPerThread = 8e9;
 constexpr double kLargeFixtureS = 20;
 
 std::string kind_of(const std::string& spec) {
-  if (spec.rfind("stored:", 0) == 0) return "stored";
+  // stored:NAME and plugin:PATH take a name or path first, not key=value pairs.
+  for (const char* k : {"stored", "plugin"})
+    if (spec.rfind(std::string(k) + ":", 0) == 0) return k;
   return BackendParams::parse(spec).kind();
 }
 

@@ -130,7 +130,8 @@ ts::cli::Registration reg{
           ->capture_default_str();
       app.add_flag("--allow-nonfinite", o->allow_nonfinite, "accept NaN/Inf in input tensors");
       ts::cli::add_json_option(app, o->json, "the result");
-      ts::cli::set_example(app, "touchstone reference f.h5 --backend sage2 --preset sm121");
+      ts::cli::set_example(app, std::string("touchstone reference f.h5 --backend sage2 --preset ") +
+                                   ts::sage2_default_preset().name);
       return [o] { return run(*o); };
     }};
 
