@@ -95,11 +95,6 @@ std::string figure_cell(const RuleOutcome& o) {
   return std::string("<td class=\"num") + (std::isfinite(*o.figure) ? "" : " gapcell") + "\">" + s + "</td>";
 }
 
-const RuleOutcome* outcome_of(const CandidateVerdict& c, const GateRule& r) {
-  auto it = std::find_if(c.outcomes.begin(), c.outcomes.end(),
-                         [&](const RuleOutcome& o) { return !o.builtin && o.id == r.id; });
-  return it == c.outcomes.end() ? nullptr : &*it;
-}
 
 std::string json_text(const nlohmann::json& j) {
   if (j.is_string()) return j.get<std::string>();
@@ -138,12 +133,15 @@ std::vector<BoundLine> bound_lines(const GateRule& r) {
   return b;
 }
 
-std::string accuracy_plot(const GateRun& run, const GateRule& r) {
+// Outcomes are looked up through one index per candidate (idx[i] for
+// run.candidates[i]), so many rules x candidates render in linear time.
+std::string accuracy_plot(const GateRun& run, const std::vector<RuleOutcomes>& idx, const GateRule& r) {
   std::vector<Dot> rows;
-  for (const auto& c : run.candidates) {
+  for (size_t i = 0; i < run.candidates.size(); ++i) {
+    const auto& c = run.candidates[i];
     Dot d;
     d.label = c.candidate;
-    if (const RuleOutcome* o = outcome_of(c, r)) {
+    if (const RuleOutcome* o = idx[i].find(r.id)) {
       d.value = o->figure;
       d.gap_text = absent_text(*o);
       d.row_bound = o->limit;
@@ -162,13 +160,14 @@ std::string accuracy_plot(const GateRun& run, const GateRule& r) {
          "</span></figcaption>\n" + svg::dot_plot(rule_title(r), rows, bound_lines(r)) + "</figure>\n";
 }
 
-std::string speed_plot(const GateRun& run, const GateRule& r) {
+std::string speed_plot(const GateRun& run, const std::vector<RuleOutcomes>& idx, const GateRule& r) {
   std::vector<Dot> rows;
   bool any_interval = false;
-  for (const auto& c : run.candidates) {
+  for (size_t i = 0; i < run.candidates.size(); ++i) {
+    const auto& c = run.candidates[i];
     Dot d;
     d.label = c.candidate;
-    if (const RuleOutcome* o = outcome_of(c, r)) {
+    if (const RuleOutcome* o = idx[i].find(r.id)) {
       d.value = o->figure;
       d.gap_text = absent_text(*o);
       d.css = status_class(*o);
@@ -287,6 +286,9 @@ std::string optional_cell(const std::optional<double>& v, int digits) {
 }  // namespace
 
 std::string render_html(const GateRun& run) {
+  std::vector<RuleOutcomes> idx;
+  idx.reserve(run.candidates.size());
+  for (const auto& c : run.candidates) idx.emplace_back(c);
   int acc = 0, rej = 0, inc = 0;
   for (const auto& c : run.candidates)
     (c.verdict == Verdict::accept ? acc : c.verdict == Verdict::reject ? rej : inc)++;
@@ -311,7 +313,7 @@ std::string render_html(const GateRun& run) {
     const auto& c = run.candidates[i];
     o << "<tr><td><a href=\"#candidate-" << i << "\"><code>" << esc(c.candidate) << "</code></a></td>";
     for (const auto& r : run.gate.rules) {
-      const RuleOutcome* oc = outcome_of(c, r);
+      const RuleOutcome* oc = idx[i].find(r.id);
       if (!oc) {
         o << "<td class=\"na\">-</td>";
         continue;
@@ -331,7 +333,7 @@ std::string render_html(const GateRun& run) {
 
   if (!run.candidates.empty()) {
     o << "<h2>Figures against bounds</h2>\n";
-    for (const auto& r : run.gate.rules) o << (r.is_speed() ? speed_plot(run, r) : accuracy_plot(run, r));
+    for (const auto& r : run.gate.rules) o << (r.is_speed() ? speed_plot(run, idx, r) : accuracy_plot(run, idx, r));
   }
 
   for (size_t i = 0; i < run.candidates.size(); ++i) {

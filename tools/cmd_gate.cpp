@@ -82,10 +82,11 @@ int run(const Opts& o) {
   if (!o.measurements.empty() && (o.exact != "auto" || o.allow_slow))
     throw ts::InputError("--exact and --allow-slow apply to --fixture runs");
   const ts::GateRun r = o.fixture.empty() ? run_measurements(gate, baseline, o) : run_fixture(gate, baseline, o);
-  o.json.emit(ts::render_json(r));
-  o.junit.emit(ts::render_junit(r));
-  o.markdown.emit(ts::render_markdown(r));
-  o.html.emit(ts::render_html(r));
+  // Only the reports asked for are rendered: each costs time on large gates.
+  if (o.json.on()) o.json.emit(ts::render_json(r));
+  if (o.junit.on()) o.junit.emit(ts::render_junit(r));
+  if (o.markdown.on()) o.markdown.emit(ts::render_markdown(r));
+  if (o.html.on()) o.html.emit(ts::render_html(r));
   if (to_stdout == 0) std::cout << ts::render_terminal(r) << std::flush;
   return r.exit_code();
 }
