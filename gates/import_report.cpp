@@ -97,6 +97,13 @@ std::optional<MetricKey> metric_key(const std::string& key) {
   return best;
 }
 
+// A timing whose quantity is spelled like a metric (a stage called
+// "rel_l2") would be written as a metric without a reference and so make a
+// measurements file that `gate -m` refuses; the report is ambiguous there.
+[[noreturn]] void throw_metric_named_timing(const std::string& at, const std::string& quantity) {
+  throw InputError(at + ": a timing named '" + quantity + "', which is a quality metric's name (rename the stage)");
+}
+
 }  // namespace
 
 MeasurementsFile import_report(const std::string& text, const std::string& where,
@@ -159,6 +166,7 @@ MeasurementsFile import_report(const std::string& text, const std::string& where
           x.provenance = where + ": " + path;
           if (!(x.value > 0) || !std::isfinite(x.value))
             throw InputError(where + ": " + path + ": a timing must be a positive number");
+          if (x.is_metric()) throw_metric_named_timing(where + ": " + path, x.quantity);
           add(x, b.key());
         } else if (b.value().is_object()) {
           if (b.value().empty()) throw InputError(where + ": " + path + ": no timings in it");
@@ -177,6 +185,7 @@ MeasurementsFile import_report(const std::string& text, const std::string& where
             x.provenance = where + ": " + qpath;
             if (!(x.value > 0) || !std::isfinite(x.value))
               throw InputError(where + ": " + qpath + ": a timing must be a positive number");
+            if (x.is_metric()) throw_metric_named_timing(where + ": " + qpath, x.quantity);
             add(x, b.key());
           }
         } else {

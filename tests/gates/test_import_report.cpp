@@ -141,6 +141,26 @@ TEST_CASE("import errors name the report and path") {
   CHECK_THROWS_AS(import_report("{bad", "r.json"), InputError);
 }
 
+TEST_CASE("a timing named like a metric is refused, not written as a metric without a reference") {
+  // Found by fuzz_import_report: "sampling_stage_step_2_seconds": {"sage2": {"mean_abs": 25.4}}
+  // imported, and `gate -m` then refused what import-report had written.
+  for (const char* report :
+       {R"({"sampling_stage_step_2_seconds": {"sage2": {"mean_abs": 25.4}}})",
+        R"({"attention_internal_p50_milliseconds": {"a": {"rel_l2": 1.5}}})"}) {
+    INFO(report);
+    try {
+      import_report(report, "r.json");
+      FAIL("no error");
+    } catch (const InputError& e) {
+      CHECK(std::string(e.what()).rfind("r.json: ", 0) == 0);
+      CHECK(std::string(e.what()).find("which is a quality metric's name") != std::string::npos);
+    }
+  }
+  // The same stage under another name imports.
+  CHECK(import_report(R"({"sampling_stage_step_2_seconds": {"sage2": {"denoiser": 25.4}}})", "r.json")
+            .entries.size() == 1);
+}
+
 TEST_CASE("measurements with samples are judged on a bootstrap interval") {
   const std::string text = R"({"schema": "touchstone.measurements/1", "entries": [
     {"backend": "sage2", "quantity": "attention", "value": 10, "unit": "ms", "level": "block", "provenance": "t", "samples": [10, 10.2, 9.9, 10.1, 10]},
