@@ -82,7 +82,22 @@ __global__ void divide_rows(double* out, const double* l, long long H, int D, lo
   for (int d = threadIdx.x; d < D; d += blockDim.x) out[(r * H + h) * D + d] /= den;
 }
 
+__global__ void widen(const float* in, double* out, size_t n) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    out[i] = in[i];
+}
+
 std::string fail(const char* what, cudaError_t e) { return cuda_failure(what, e); }
+
+// dst (n doubles on the device) = x; float32 inputs go through `scratch` (n floats).
+cudaError_t upload(const ExactInput& x, double* dst, float* scratch, size_t n) {
+  if (x.f64) return cudaMemcpy(dst, x.f64, n * 8, cudaMemcpyHostToDevice);
+  cudaError_t e = cudaMemcpy(scratch, x.f32, n * 4, cudaMemcpyHostToDevice);
+  if (e != cudaSuccess) return e;
+  widen<<<1024, kThreads>>>(scratch, dst, n);
+  return cudaGetLastError();
+}
 std::string fail(const char* what, cublasStatus_t s) {
   return std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(s));
 }
@@ -100,9 +115,8 @@ bool device_available(std::string* why) {
   return true;
 }
 
-std::string exact_attention_fp64(const double* q, const double* k, const double* v, double* out,
-                                 long long S, long long H, int D, double scale, long long chunk,
-                                 ExactTiming* timing) {
+std::string exact_attention_fp64(ExactInput q, ExactInput k, ExactInput v, double* out, long long S,
+                                 long long H, int D, double scale, long long chunk, ExactTiming* timing) {
   const size_t n = static_cast<size_t>(S * H * D);
   if (chunk <= 0) {
     // As many queries per chunk as a quarter of the free memory holds in scores, at most 8 GiB.
@@ -122,9 +136,15 @@ std::string exact_attention_fp64(const double* q, const double* k, const double*
   if (blas.status != CUBLAS_STATUS_SUCCESS) return fail("cublasCreate", blas.status);
   Events ev;
   cudaError_t e;
-  if ((e = cudaMemcpy(dq.p, q, n * 8, cudaMemcpyHostToDevice)) != cudaSuccess) return fail("copy q", e);
-  if ((e = cudaMemcpy(dk.p, k, n * 8, cudaMemcpyHostToDevice)) != cudaSuccess) return fail("copy k", e);
-  if ((e = cudaMemcpy(dv.p, v, n * 8, cudaMemcpyHostToDevice)) != cudaSuccess) return fail("copy v", e);
+  {
+    const bool narrow = !q.f64 || !k.f64 || !v.f64;
+    DeviceBuffer<float> scratch(narrow ? n : 0);
+    if (scratch.err != cudaSuccess) return fail("cudaMalloc", scratch.err);
+    if ((e = upload(q, dq.p, scratch.p, n)) != cudaSuccess) return fail("copy q", e);
+    if ((e = upload(k, dk.p, scratch.p, n)) != cudaSuccess) return fail("copy k", e);
+    if ((e = upload(v, dv.p, scratch.p, n)) != cudaSuccess) return fail("copy v", e);
+    if ((e = cudaDeviceSynchronize()) != cudaSuccess) return fail("widen inputs", e);
+  }
   // Poison the output so a kernel that writes nothing cannot pass.
   if ((e = cudaMemset(dout.p, 0xFF, n * 8)) != cudaSuccess) return fail("poison output", e);
   if ((e = cudaEventRecord(ev.start)) != cudaSuccess) return fail("event", e);

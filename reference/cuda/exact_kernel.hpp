@@ -14,12 +14,19 @@ struct ExactTiming {
   long long chunk = 0;  // queries per chunk actually used
 };
 
+// One input as the host hands it over: float32 where every value is one (the
+// bf16/f16/f32 inputs of a real run: half the bytes over the bus, widened to
+// float64 on the device, exactly), else float64. Exactly one is set.
+struct ExactInput {
+  const float* f32 = nullptr;
+  const double* f64 = nullptr;
+};
+
 // out[S*H*D] = softmax(q k^T * scale) v per head, all [S, H, D] contiguous
-// float64 host arrays. `chunk` queries are processed at a time (0: as many as a
+// host arrays. `chunk` queries are processed at a time (0: as many as a
 // quarter of the free device memory holds). Returns an empty string, or the
 // failing CUDA/cuBLAS call.
-std::string exact_attention_fp64(const double* q, const double* k, const double* v, double* out,
-                                 long long S, long long H, int D, double scale, long long chunk,
-                                 ExactTiming* timing);
+std::string exact_attention_fp64(ExactInput q, ExactInput k, ExactInput v, double* out, long long S,
+                                 long long H, int D, double scale, long long chunk, ExactTiming* timing);
 
 }  // namespace ts::cuda
