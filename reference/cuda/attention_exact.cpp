@@ -1,5 +1,6 @@
 #include "reference/cuda/attention_exact.hpp"
 
+#include <memory>
 #include <vector>
 
 #include "core/error.hpp"
@@ -12,7 +13,7 @@ namespace {
 // exact test below; NaN fails it and goes as float64), else float64, packed
 // only when the view is strided.
 struct HostInput {
-  std::vector<float> f32;
+  std::unique_ptr<float[]> f32;  // uninitialised: first touched by the parallel loop
   std::vector<double> f64;
   ExactInput in;
 };
@@ -21,9 +22,9 @@ HostInput host_input(const BSHDView& x) {
   HostInput h;
   const int64_t n = x.S * x.H * x.D;
   const bool contiguous = x.sD == 1 && x.sH == x.D && x.sS == x.H * x.D;
-  h.f32.resize(static_cast<size_t>(n));
+  h.f32.reset(new float[static_cast<size_t>(n)]);
   bool exact = true;
-  float* f = h.f32.data();
+  float* f = h.f32.get();
 #pragma omp parallel for schedule(static) reduction(&& : exact)
   for (int64_t s = 0; s < x.S; ++s)
     for (int64_t hh = 0; hh < x.H; ++hh)
@@ -34,10 +35,10 @@ HostInput host_input(const BSHDView& x) {
         exact = exact && static_cast<double>(w) == v;
       }
   if (exact) {
-    h.in.f32 = h.f32.data();
+    h.in.f32 = f;
     return h;
   }
-  std::vector<float>().swap(h.f32);
+  h.f32.reset();
   if (contiguous) {
     h.in.f64 = x.p;
     return h;

@@ -154,13 +154,13 @@ std::shared_ptr<SolCudaInputs> sol_cuda_prepare(const AttentionProblem& problem,
 AttentionResult sol_cuda_run(SolCudaInputs& in, const SolConfig& c) {
   SolPrepared& pr = in.pr;
   sol_route_all(pr, c);
-  std::vector<float> out(static_cast<size_t>(pr.S * pr.H * pr.D));
+  const float* out = nullptr;
   double ms = 0;
-  const std::string err = sol_attention_device(*in.device, pr.mask.data(), c.compensation ? 1 : 0, out.data(), &ms);
+  const std::string err = sol_attention_device(*in.device, pr.mask.data(), c.compensation ? 1 : 0, &out, &ms);
   if (!err.empty()) throw InternalError("sol_cuda: " + err);
   AttentionResult r;
   r.out = Tensor({pr.S, pr.H, pr.D}, c.round_out ? DType::bf16 : DType::f32);
-  const int64_t n = static_cast<int64_t>(out.size());
+  const int64_t n = pr.S * pr.H * pr.D;
   double* o = r.out.ptr();
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) o[i] = c.round_out ? num::bf16_round(out[i]) : out[i];

@@ -37,11 +37,12 @@ struct SolDeviceInputs;
 // given). nullptr, with *err naming the failing CUDA call, on failure.
 std::shared_ptr<SolDeviceInputs> sol_upload(const SolDeviceProblem& p, std::string* err);
 
-// out[S*H*D] (float32, before the bf16 rounding) = the sol attention of the
-// uploaded problem with this mask ([H][QB][VB], 1 routed) and compensation.
-// Returns an empty string or the failing CUDA call; device_ms: CUDA events
-// around the kernel. Runs one at a time per SolDeviceInputs.
-std::string sol_attention_device(SolDeviceInputs& in, const uint8_t* mask, int compensation, float* out,
+// *out[S*H*D] (float32, before the bf16 rounding) = the sol attention of the
+// uploaded problem with this mask ([H][QB][VB], 1 routed) and compensation;
+// *out points into `in` and holds until its next run. Returns an empty string
+// or the failing CUDA call; device_ms: CUDA events around the kernel. Runs one
+// at a time per SolDeviceInputs.
+std::string sol_attention_device(SolDeviceInputs& in, const uint8_t* mask, int compensation, const float** out,
                                  double* device_ms);
 
 // Bytes of shared memory a block needs (query tile, key tile, logits, row state).
