@@ -129,7 +129,8 @@ int run(const Opts& o) {
                           {"cosine_vs_exact", opt_json(ve.cosine)},
                           {"nonfinite", vb.nonfinite},
                           {"ms", t.ms}};
-    if (t.result.stats.contains("device_ms")) row["device_ms"] = t.result.stats["device_ms"];
+    for (const char* k : {"device_ms", "prepare_ms"})
+      if (t.result.stats.contains(k)) row[k] = t.result.stats[k];
     if (t.result.stats.contains("density_per_head"))
       row["density_per_head"] = t.result.stats["density_per_head"];
     rows.push_back(row);

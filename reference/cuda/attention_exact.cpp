@@ -1,5 +1,6 @@
 #include "reference/cuda/attention_exact.hpp"
 
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -74,15 +75,25 @@ AttentionResult attention_exact(const AttentionProblem& p, long long chunk) {
   if (chunk < 0) throw InputError("exact_cuda: chunk must be >= 0 (0: automatic), got " + std::to_string(chunk));
   std::string why;
   if (!device_available(&why)) throw InputError("exact_cuda: no usable CUDA device (" + why + ")");
+  const auto t0 = std::chrono::steady_clock::now();
   const HostInput q = host_input(p.q), k = host_input(p.k), v = host_input(p.v);
+  const auto t1 = std::chrono::steady_clock::now();
   AttentionResult r;
   r.out = Tensor({p.q.S, p.q.H, p.q.D}, DType::f64);
+  const auto t2 = std::chrono::steady_clock::now();
   ExactTiming t;
   const std::string err = exact_attention_fp64(q.in, k.in, v.in, r.out.ptr(), p.q.S, p.q.H,
                                                static_cast<int>(p.q.D), p.softmax_scale, chunk, &t);
   if (!err.empty()) throw InternalError("exact_cuda: " + err);
   r.stats["device_ms"] = t.device_ms;
   r.stats["chunk"] = t.chunk;
+  // Where the wall time goes on the host (steady clock).
+  using Ms = std::chrono::duration<double, std::milli>;
+  r.stats["convert_ms"] = Ms(t1 - t0).count();
+  r.stats["alloc_out_ms"] = Ms(t2 - t1).count();
+  r.stats["setup_ms"] = t.setup_ms;
+  r.stats["upload_ms"] = t.upload_ms;
+  r.stats["download_ms"] = t.download_ms;
   return r;
 }
 

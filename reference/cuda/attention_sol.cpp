@@ -1,5 +1,6 @@
 #include "reference/cuda/attention_sol.hpp"
 
+#include <chrono>
 #include <vector>
 
 #include "core/error.hpp"
@@ -38,11 +39,17 @@ class SolCudaBackend final : public AttentionBackend {
   }
   AttentionResult run(const AttentionProblem& p) override {
     sol_cuda_check(p, c_);
+    double prepare_ms = 0;
     if (!inputs_ || !inputs_->fits(p, c_)) {
       inputs_.reset();  // free the device memory of other inputs first
+      const auto t0 = std::chrono::steady_clock::now();
       inputs_ = sol_cuda_prepare(p, c_);
+      prepare_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     }
-    return sol_cuda_run(*inputs_, c_);
+    AttentionResult r = sol_cuda_run(*inputs_, c_);
+    // 0 when this run reused an earlier run's inputs (continue_from).
+    r.stats["prepare_ms"] = prepare_ms;
+    return r;
   }
   std::string device() const override { return "cuda"; }
   void continue_from(AttentionBackend& earlier) override {

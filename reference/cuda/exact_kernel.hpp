@@ -12,6 +12,9 @@ bool device_available(std::string* why);
 struct ExactTiming {
   double device_ms = 0;
   long long chunk = 0;  // queries per chunk actually used
+  // Host clock: device setup (context, allocations, cuBLAS), inputs to the
+  // device (copies and widening), the output back.
+  double setup_ms = 0, upload_ms = 0, download_ms = 0;
 };
 
 // One input as the host hands it over: float32 where every value is one (the
