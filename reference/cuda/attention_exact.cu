@@ -116,8 +116,9 @@ bool device_available(std::string* why) {
   return true;
 }
 
-std::string exact_attention_fp64(ExactInput q, ExactInput k, ExactInput v, double* out, long long S,
-                                 long long H, int D, double scale, long long chunk, ExactTiming* timing) {
+std::string exact_attention_fp64(ExactInput q, ExactInput k, ExactInput v, OutputPlace place, void* ctx,
+                                 long long S, long long H, int D, double scale, long long chunk,
+                                 ExactTiming* timing) {
   using Clock = std::chrono::steady_clock;
   const auto since = [](Clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -184,6 +185,7 @@ std::string exact_attention_fp64(ExactInput q, ExactInput k, ExactInput v, doubl
     if ((e = cudaGetLastError()) != cudaSuccess) return fail("divide launch", e);
   }
   if ((e = cudaEventRecord(ev.stop)) != cudaSuccess) return fail("event", e);
+  double* out = place(ctx);
   if ((e = cudaEventSynchronize(ev.stop)) != cudaSuccess) return fail("kernels", e);
   t0 = Clock::now();
   if ((e = cudaMemcpy(out, dout.p, n * 8, cudaMemcpyDeviceToHost)) != cudaSuccess) return fail("copy out", e);

@@ -161,12 +161,22 @@ std::shared_ptr<SolCudaInputs> sol_cuda_prepare(const AttentionProblem& problem,
 AttentionResult sol_cuda_run(SolCudaInputs& in, const SolConfig& c) {
   SolPrepared& pr = in.pr;
   sol_route_all(pr, c);
+  AttentionResult r;
+  struct Place {
+    AttentionResult* r;
+    std::vector<int64_t> shape;
+    DType dtype;
+  } place{&r, {pr.S, pr.H, pr.D}, c.round_out ? DType::bf16 : DType::f32};
+  // The output's allocation (page faults of S*H*D doubles) overlaps the kernel.
+  const auto alloc = [](void* x) {
+    auto* pl = static_cast<Place*>(x);
+    pl->r->out = Tensor(pl->shape, pl->dtype);
+  };
   const float* out = nullptr;
   double ms = 0;
-  const std::string err = sol_attention_device(*in.device, pr.mask.data(), c.compensation ? 1 : 0, &out, &ms);
+  const std::string err =
+      sol_attention_device(*in.device, pr.mask.data(), c.compensation ? 1 : 0, &out, &ms, alloc, &place);
   if (!err.empty()) throw InternalError("sol_cuda: " + err);
-  AttentionResult r;
-  r.out = Tensor({pr.S, pr.H, pr.D}, c.round_out ? DType::bf16 : DType::f32);
   const int64_t n = pr.S * pr.H * pr.D;
   double* o = r.out.ptr();
 #pragma omp parallel for schedule(static)

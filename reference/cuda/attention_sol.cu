@@ -381,7 +381,7 @@ std::shared_ptr<SolDeviceInputs> sol_upload(const SolDeviceProblem& p, std::stri
 }
 
 std::string sol_attention_device(SolDeviceInputs& in, const uint8_t* mask, int compensation, const float** out,
-                                 double* device_ms) {
+                                 double* device_ms, void (*while_running)(void*), void* ctx) {
   const SolDeviceProblem& p = in.p;
   const size_t n = in.n;
   cudaError_t e;
@@ -405,6 +405,7 @@ std::string sol_attention_device(SolDeviceInputs& in, const uint8_t* mask, int c
   sol_tile_kernel<<<grid, kThreads, static_cast<size_t>(smem)>>>(args);
   e = cudaGetLastError();
   cudaEventRecord(stop);
+  if (e == cudaSuccess && while_running) while_running(ctx);
   if (e == cudaSuccess) e = cudaEventSynchronize(stop);
   float ms = 0;
   if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, start, stop);

@@ -25,11 +25,16 @@ struct ExactInput {
   const double* f64 = nullptr;
 };
 
+// Where the output goes: called once while the device computes (the launches
+// are asynchronous), so allocating the output costs no wall time.
+using OutputPlace = double* (*)(void* ctx);
+
 // out[S*H*D] = softmax(q k^T * scale) v per head, all [S, H, D] contiguous
-// host arrays. `chunk` queries are processed at a time (0: as many as a
-// quarter of the free device memory holds). Returns an empty string, or the
-// failing CUDA/cuBLAS call.
-std::string exact_attention_fp64(ExactInput q, ExactInput k, ExactInput v, double* out, long long S,
-                                 long long H, int D, double scale, long long chunk, ExactTiming* timing);
+// host arrays; out = place(ctx). `chunk` queries are processed at a time (0:
+// as many as a quarter of the free device memory holds). Returns an empty
+// string, or the failing CUDA/cuBLAS call.
+std::string exact_attention_fp64(ExactInput q, ExactInput k, ExactInput v, OutputPlace place, void* ctx,
+                                 long long S, long long H, int D, double scale, long long chunk,
+                                 ExactTiming* timing);
 
 }  // namespace ts::cuda

@@ -39,11 +39,12 @@ std::shared_ptr<SolDeviceInputs> sol_upload(const SolDeviceProblem& p, std::stri
 
 // *out[S*H*D] (float32, before the bf16 rounding) = the sol attention of the
 // uploaded problem with this mask ([H][QB][VB], 1 routed) and compensation;
-// *out points into `in` and holds until its next run. Returns an empty string
-// or the failing CUDA call; device_ms: CUDA events around the kernel. Runs one
-// at a time per SolDeviceInputs.
+// *out points into `in` and holds until its next run. while_running(ctx), when
+// given, runs on the host while the kernel does (the launch is asynchronous).
+// Returns an empty string or the failing CUDA call; device_ms: CUDA events
+// around the kernel. Runs one at a time per SolDeviceInputs.
 std::string sol_attention_device(SolDeviceInputs& in, const uint8_t* mask, int compensation, const float** out,
-                                 double* device_ms);
+                                 double* device_ms, void (*while_running)(void*) = nullptr, void* ctx = nullptr);
 
 // Bytes of shared memory a block needs (query tile, key tile, logits, row state).
 long long sol_shared_bytes(long long block_q, long long block_k, long long D);
