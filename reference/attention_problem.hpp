@@ -54,6 +54,11 @@ class AttentionBackend {
   // Replays a stored output: reading it is not running a kernel, so it is
   // never timed here.
   virtual bool is_stored() const { return false; }
+  // A sweep runs backends of one kind over one problem, one after another,
+  // varying one knob: a backend may take from the one run before it what does
+  // not depend on that knob (sol_cuda: the quantised inputs on the device), so
+  // each run pays only for its own part. Outputs are those of a fresh backend.
+  virtual void continue_from(AttentionBackend& /*earlier*/) {}
 };
 
 }  // namespace ts

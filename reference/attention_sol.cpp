@@ -55,7 +55,7 @@ void quantize_v_int8_blocks(SolPrepared& pr) {
 
 }  // namespace
 
-SolPrepared sol_prepare(const AttentionProblem& p, const SolConfig& c) {
+SolPrepared sol_prepare_inputs(const AttentionProblem& p, const SolConfig& c) {
   SolPrepared pr;
   pr.H = p.q.H;
   pr.S = p.q.S;
@@ -72,7 +72,6 @@ SolPrepared sol_prepare(const AttentionProblem& p, const SolConfig& c) {
   pr.kbar.assign(static_cast<size_t>(H * VB * D), 0.0f);
   pr.vbar.assign(static_cast<size_t>(H * VB * D), 0.0f);
   pr.r.assign(static_cast<size_t>(H * QB * VB), 0.0);
-  pr.mask.assign(static_cast<size_t>(H * QB * VB), 0);
 
 #pragma omp parallel for schedule(static)
   for (int64_t h = 0; h < H; ++h) {
@@ -82,7 +81,6 @@ SolPrepared sol_prepare(const AttentionProblem& p, const SolConfig& c) {
       block_mean(pr.v.head(h), D, kb.start, kb.length, pr.vbar.data() + (h * VB + j) * D);
     }
     std::vector<float> qbar(static_cast<size_t>(D));
-    std::vector<double> r(static_cast<size_t>(VB));
     for (int64_t i = 0; i < QB; ++i) {
       const int64_t q0 = i * c.block_q, nq = std::min(c.block_q, pr.S - q0);
       block_mean(pr.q.head(h), D, q0, nq, qbar.data());
@@ -91,12 +89,8 @@ SolPrepared sol_prepare(const AttentionProblem& p, const SolConfig& c) {
         const float* kb = pr.kbar.data() + (h * VB + j) * D;
         double dot = 0.0;
         for (int64_t d = 0; d < D; ++d) dot += static_cast<double>(qbar[d]) * kb[d];
-        r[j] = dot * p.softmax_scale;
-        pr.r[(h * QB + i) * VB + j] = r[j];
+        pr.r[(h * QB + i) * VB + j] = dot * p.softmax_scale;
       }
-      if (VB == 0) continue;
-      const std::vector<uint8_t> m = sol_route(r, c);
-      std::copy(m.begin(), m.end(), pr.mask.begin() + (h * QB + i) * VB);
     }
   }
 
@@ -110,6 +104,30 @@ SolPrepared sol_prepare(const AttentionProblem& p, const SolConfig& c) {
   }
   if (c.precision == SolPrecision::int8_qk_pv) quantize_v_int8_blocks(pr);
   return pr;
+}
+
+void sol_route_all(SolPrepared& pr, const SolConfig& c) {
+  const int64_t H = pr.H, QB = pr.QB, VB = pr.VB;
+  pr.mask.assign(static_cast<size_t>(H * QB * VB), 0);
+  if (VB == 0) return;
+#pragma omp parallel for schedule(static)
+  for (int64_t h = 0; h < H; ++h) {
+    for (int64_t i = 0; i < QB; ++i) {
+      const double* r = pr.r.data() + (h * QB + i) * VB;
+      const std::vector<uint8_t> m = sol_route(std::vector<double>(r, r + VB), c);
+      std::copy(m.begin(), m.end(), pr.mask.begin() + (h * QB + i) * VB);
+    }
+  }
+}
+
+SolPrepared sol_prepare(const AttentionProblem& p, const SolConfig& c) {
+  SolPrepared pr = sol_prepare_inputs(p, c);
+  sol_route_all(pr, c);
+  return pr;
+}
+
+bool sol_same_inputs(const SolConfig& a, const SolConfig& b) {
+  return a.block_q == b.block_q && a.block_k == b.block_k && a.precision == b.precision;
 }
 
 float sol_pseudo_key(const SolPrepared& pr, const SolConfig& c, int64_t h, int64_t j, int64_t d) {

@@ -66,6 +66,13 @@ struct SolPrepared {
 // InputError for shapes or knobs the emulation cannot run.
 void sol_check(const AttentionProblem& problem, const SolConfig& cfg);
 SolPrepared sol_prepare(const AttentionProblem& problem, const SolConfig& cfg);
+// sol_prepare in its two halves: everything that does not depend on the
+// routing knobs (tau, selector, topk, cdf), mask left empty; then the mask
+// from r. A sweep over tau prepares once and routes per tau.
+SolPrepared sol_prepare_inputs(const AttentionProblem& problem, const SolConfig& cfg);
+void sol_route_all(SolPrepared& pr, const SolConfig& cfg);
+// True when sol_prepare_inputs gives the same result for both configurations.
+bool sol_same_inputs(const SolConfig& a, const SolConfig& b);
 // The pseudo-key of unrouted video block j of head h: k̄_j, or k̄_j − km for
 // the int8 variants (the smoothing shift the real keys' logits carry).
 float sol_pseudo_key(const SolPrepared& pr, const SolConfig& cfg, int64_t h, int64_t j, int64_t d);

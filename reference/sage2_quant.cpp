@@ -16,6 +16,7 @@ HeadMajor to_head_major(const BSHDView& v) {
   out.S = v.S;
   out.D = v.D;
   out.x.resize(static_cast<size_t>(v.H * v.S * v.D));
+#pragma omp parallel for schedule(static)
   for (int64_t h = 0; h < v.H; ++h)
     for (int64_t s = 0; s < v.S; ++s) {
       const double* r = v.row(s, h);
@@ -36,6 +37,7 @@ float round_to_dtype(float x, DType t) {
 std::vector<float> smoothing_mean(const HeadMajor& k, DType input_dtype) {
   std::vector<float> km(static_cast<size_t>(k.H * k.D), 0.0f);
   const float inv_n = 1.0f / static_cast<float>(k.S);
+#pragma omp parallel for schedule(static)
   for (int64_t h = 0; h < k.H; ++h) {
     std::vector<float> sum(static_cast<size_t>(k.D), 0.0f);
     const float* x = k.head(h);
@@ -180,6 +182,7 @@ Int8Tensor quantize_int8(const HeadMajor& x, const ScaleLayout& layout) {
 HeadMajor subtract_mean(const HeadMajor& k, const std::vector<float>& km, Granularity g,
                         DType input_dtype) {
   HeadMajor out = k;
+#pragma omp parallel for schedule(static)
   for (int64_t h = 0; h < k.H; ++h) {
     float* x = out.head(h);
     const float* m = km.data() + h * k.D;

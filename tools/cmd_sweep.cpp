@@ -1,6 +1,8 @@
 // touchstone sweep F --backend sol --tau LIST: one row per tau with the routed
 // density, the distance to the baseline (default sage2 at its default preset) and to exact
-// attention, and the wall time: the speed/fidelity curve of a routed backend.
+// attention, and the wall time: the speed/fidelity curve of a routed backend. Each row
+// may reuse what the row before prepared (AttentionBackend::continue_from): the first
+// row's time then carries that preparation (sol_cuda: quantisers and uploads).
 #include <omp.h>
 
 #include <chrono>
@@ -55,13 +57,17 @@ struct Timed {
   double ms;
 };
 
-Timed run_backend(const std::string& spec, const std::string& fixture,
-                  const ts::AttentionProblem& problem) {
+// earlier: the backend of the previous row, whose preparation this one may reuse.
+Timed run_backend(const std::string& spec, const std::string& fixture, const ts::AttentionProblem& problem,
+                  std::unique_ptr<ts::AttentionBackend>* earlier = nullptr) {
   auto b = ts::make_attention_backend(spec, {fixture});
+  if (earlier && *earlier) b->continue_from(**earlier);
   const auto t0 = Clock::now();
   ts::AttentionResult r = b->run(problem);
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  return {std::move(r), b->name(), ms};
+  std::string name = b->name();
+  if (earlier) *earlier = std::move(b);
+  return {std::move(r), std::move(name), ms};
 }
 
 nlohmann::json opt_json(const std::optional<double>& v) {
@@ -106,8 +112,9 @@ int run(const Opts& o) {
   const ts::MetricSet base_vs_exact = ts::compute_metrics(base.result.out, exact.result.out);
 
   nlohmann::json rows = nlohmann::json::array();
+  std::unique_ptr<ts::AttentionBackend> earlier;
   for (size_t i = 0; i < specs.size(); ++i) {
-    const Timed t = run_backend(specs[i], o.fixture, problem);
+    const Timed t = run_backend(specs[i], o.fixture, problem, &earlier);
     progress.advance();
     const ts::MetricSet vb = ts::compute_metrics(t.result.out, base.result.out);
     const ts::MetricSet ve = ts::compute_metrics(t.result.out, exact.result.out);
@@ -122,6 +129,8 @@ int run(const Opts& o) {
                           {"cosine_vs_exact", opt_json(ve.cosine)},
                           {"nonfinite", vb.nonfinite},
                           {"ms", t.ms}};
+    for (const char* k : {"device_ms", "prepare_ms"})
+      if (t.result.stats.contains(k)) row[k] = t.result.stats[k];
     if (t.result.stats.contains("density_per_head"))
       row["density_per_head"] = t.result.stats["density_per_head"];
     rows.push_back(row);

@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 
 #include "reference/cuda/device_buffer.cuh"
@@ -82,7 +83,22 @@ __global__ void divide_rows(double* out, const double* l, long long H, int D, lo
   for (int d = threadIdx.x; d < D; d += blockDim.x) out[(r * H + h) * D + d] /= den;
 }
 
+__global__ void widen(const float* in, double* out, size_t n) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    out[i] = in[i];
+}
+
 std::string fail(const char* what, cudaError_t e) { return cuda_failure(what, e); }
+
+// dst (n doubles on the device) = x; float32 inputs go through `scratch` (n floats).
+cudaError_t upload(const ExactInput& x, double* dst, float* scratch, size_t n) {
+  if (x.f64) return cudaMemcpy(dst, x.f64, n * 8, cudaMemcpyHostToDevice);
+  cudaError_t e = cudaMemcpy(scratch, x.f32, n * 4, cudaMemcpyHostToDevice);
+  if (e != cudaSuccess) return e;
+  widen<<<1024, kThreads>>>(scratch, dst, n);
+  return cudaGetLastError();
+}
 std::string fail(const char* what, cublasStatus_t s) {
   return std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(s));
 }
@@ -100,16 +116,24 @@ bool device_available(std::string* why) {
   return true;
 }
 
-std::string exact_attention_fp64(const double* q, const double* k, const double* v, double* out,
+std::string exact_attention_fp64(ExactInput q, ExactInput k, ExactInput v, OutputPlace place, void* ctx,
                                  long long S, long long H, int D, double scale, long long chunk,
                                  ExactTiming* timing) {
+  using Clock = std::chrono::steady_clock;
+  const auto since = [](Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  };
+  auto t0 = Clock::now();
+  ExactTiming host;
   const size_t n = static_cast<size_t>(S * H * D);
   if (chunk <= 0) {
-    // As many queries per chunk as a quarter of the free memory holds in scores, at most 8 GiB.
+    // As many queries per chunk as a quarter of the free memory holds in scores, at most
+    // 32 GiB: the P·V GEMM's output is only D x chunk per head, so a small chunk leaves
+    // most of the device idle in it (block24 on an H200: 2016 queries, not 480).
     size_t free_b = 0, total_b = 0;
     cudaError_t e = cudaMemGetInfo(&free_b, &total_b);
     if (e != cudaSuccess) return fail("cudaMemGetInfo", e);
-    const double budget = std::min(static_cast<double>(free_b) / 4, 8.0 * (1ull << 30));
+    const double budget = std::min(static_cast<double>(free_b) / 4, 32.0 * (1ull << 30));
     chunk = static_cast<long long>(budget / (8.0 * static_cast<double>(S * H)));
     chunk = std::max(32LL, chunk / 32 * 32);
   }
@@ -122,9 +146,18 @@ std::string exact_attention_fp64(const double* q, const double* k, const double*
   if (blas.status != CUBLAS_STATUS_SUCCESS) return fail("cublasCreate", blas.status);
   Events ev;
   cudaError_t e;
-  if ((e = cudaMemcpy(dq.p, q, n * 8, cudaMemcpyHostToDevice)) != cudaSuccess) return fail("copy q", e);
-  if ((e = cudaMemcpy(dk.p, k, n * 8, cudaMemcpyHostToDevice)) != cudaSuccess) return fail("copy k", e);
-  if ((e = cudaMemcpy(dv.p, v, n * 8, cudaMemcpyHostToDevice)) != cudaSuccess) return fail("copy v", e);
+  host.setup_ms = since(t0);
+  t0 = Clock::now();
+  {
+    const bool narrow = !q.f64 || !k.f64 || !v.f64;
+    DeviceBuffer<float> scratch(narrow ? n : 0);
+    if (scratch.err != cudaSuccess) return fail("cudaMalloc", scratch.err);
+    if ((e = upload(q, dq.p, scratch.p, n)) != cudaSuccess) return fail("copy q", e);
+    if ((e = upload(k, dk.p, scratch.p, n)) != cudaSuccess) return fail("copy k", e);
+    if ((e = upload(v, dv.p, scratch.p, n)) != cudaSuccess) return fail("copy v", e);
+    if ((e = cudaDeviceSynchronize()) != cudaSuccess) return fail("widen inputs", e);
+  }
+  host.upload_ms = since(t0);
   // Poison the output so a kernel that writes nothing cannot pass.
   if ((e = cudaMemset(dout.p, 0xFF, n * 8)) != cudaSuccess) return fail("poison output", e);
   if ((e = cudaEventRecord(ev.start)) != cudaSuccess) return fail("event", e);
@@ -152,9 +185,13 @@ std::string exact_attention_fp64(const double* q, const double* k, const double*
     if ((e = cudaGetLastError()) != cudaSuccess) return fail("divide launch", e);
   }
   if ((e = cudaEventRecord(ev.stop)) != cudaSuccess) return fail("event", e);
+  double* out = place(ctx);
   if ((e = cudaEventSynchronize(ev.stop)) != cudaSuccess) return fail("kernels", e);
+  t0 = Clock::now();
   if ((e = cudaMemcpy(out, dout.p, n * 8, cudaMemcpyDeviceToHost)) != cudaSuccess) return fail("copy out", e);
+  host.download_ms = since(t0);
   if (timing) {
+    *timing = host;
     float ms = 0;
     if ((e = cudaEventElapsedTime(&ms, ev.start, ev.stop)) != cudaSuccess) return fail("event time", e);
     timing->device_ms = ms;

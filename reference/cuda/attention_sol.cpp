@@ -1,5 +1,6 @@
 #include "reference/cuda/attention_sol.hpp"
 
+#include <chrono>
 #include <vector>
 
 #include "core/error.hpp"
@@ -8,6 +9,22 @@
 #include "reference/numerics/convert.hpp"
 
 namespace ts::cuda {
+
+// What one sol_cuda run leaves for the next run on the same problem: the
+// routing scores and block layout on the host, every input array on the
+// device. A sweep over tau prepares once; each tau only routes and runs.
+struct SolCudaInputs {
+  const AttentionProblem* problem = nullptr;
+  const double *q = nullptr, *k = nullptr, *v = nullptr;
+  SolConfig config;
+  SolPrepared pr;  // r, blocks and dimensions; the big arrays are on the device only
+  std::shared_ptr<SolDeviceInputs> device;
+
+  bool fits(const AttentionProblem& p, const SolConfig& c) const {
+    return problem == &p && q == p.q.p && k == p.k.p && v == p.v.p && sol_same_inputs(config, c);
+  }
+};
+
 namespace {
 
 class SolCudaBackend final : public AttentionBackend {
@@ -20,20 +37,43 @@ class SolCudaBackend final : public AttentionBackend {
     j["device"] = "cuda";
     return j;
   }
-  AttentionResult run(const AttentionProblem& p) override { return ts::cuda::sol_attention(p, c_); }
+  AttentionResult run(const AttentionProblem& p) override {
+    sol_cuda_check(p, c_);
+    double prepare_ms = 0;
+    if (!inputs_ || !inputs_->fits(p, c_)) {
+      inputs_.reset();  // free the device memory of other inputs first
+      const auto t0 = std::chrono::steady_clock::now();
+      inputs_ = sol_cuda_prepare(p, c_);
+      prepare_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+    AttentionResult r = sol_cuda_run(*inputs_, c_);
+    // 0 when this run reused an earlier run's inputs (continue_from).
+    r.stats["prepare_ms"] = prepare_ms;
+    return r;
+  }
   std::string device() const override { return "cuda"; }
+  void continue_from(AttentionBackend& earlier) override {
+    if (auto* e = dynamic_cast<SolCudaBackend*>(&earlier)) inputs_ = e->inputs_;
+  }
 
  private:
   SolConfig c_;
   std::string name_;
+  std::shared_ptr<SolCudaInputs> inputs_;
 };
 
 // Each token's scale, so the device needs no layout logic.
 std::vector<float> per_token(const sage2::Int8Tensor& t) {
   std::vector<float> out(static_cast<size_t>(t.H * t.S));
+#pragma omp parallel for schedule(static)
   for (int64_t h = 0; h < t.H; ++h)
     for (int64_t s = 0; s < t.S; ++s) out[static_cast<size_t>(h * t.S + s)] = t.scale(h, s);
   return out;
+}
+
+template <class T>
+void release(std::vector<T>& x) {
+  std::vector<T>().swap(x);
 }
 
 // The device's shared memory per block (the H100/H200 opt-in maximum).
@@ -41,7 +81,7 @@ constexpr long long kMaxSharedBytes = 227 * 1024;
 
 }  // namespace
 
-AttentionResult sol_attention(const AttentionProblem& problem, const SolConfig& c) {
+void sol_cuda_check(const AttentionProblem& problem, const SolConfig& c) {
   sol_check(problem, c);
   const long long smem = sol_shared_bytes(c.block_q, c.block_k, problem.q.D);
   if (smem > kMaxSharedBytes)
@@ -51,7 +91,17 @@ AttentionResult sol_attention(const AttentionProblem& problem, const SolConfig& 
                      "); use sol on the host");
   std::string why;
   if (!device_available(&why)) throw InputError("sol_cuda: no usable CUDA device (" + why + ")");
-  const SolPrepared pr = sol_prepare(problem, c);
+}
+
+std::shared_ptr<SolCudaInputs> sol_cuda_prepare(const AttentionProblem& problem, const SolConfig& c) {
+  auto in = std::make_shared<SolCudaInputs>();
+  in->problem = &problem;
+  in->q = problem.q.p;
+  in->k = problem.k.p;
+  in->v = problem.v.p;
+  in->config = c;
+  in->pr = sol_prepare_inputs(problem, c);
+  SolPrepared& pr = in->pr;
   const bool int8 = c.precision != SolPrecision::bf16, pv8 = c.precision == SolPrecision::int8_qk_pv;
 
   std::vector<long long> blocks;
@@ -77,10 +127,8 @@ AttentionResult sol_attention(const AttentionProblem& problem, const SolConfig& 
   dp.block_q = static_cast<int>(c.block_q);
   dp.block_k = static_cast<int>(c.block_k);
   dp.precision = c.precision == SolPrecision::bf16 ? 0 : c.precision == SolPrecision::int8_qk ? 1 : 2;
-  dp.compensation = c.compensation ? 1 : 0;
   dp.scale = static_cast<float>(problem.softmax_scale);
   dp.blocks = blocks.data();
-  dp.mask = pr.mask.data();
   dp.q = pr.q.x.data();
   dp.k = int8 ? nullptr : pr.k.x.data();
   dp.v = pv8 ? nullptr : pr.v.x.data();
@@ -90,19 +138,57 @@ AttentionResult sol_attention(const AttentionProblem& problem, const SolConfig& 
   dp.k_scale = int8 ? ks.data() : nullptr;
   dp.v8 = pv8 ? pr.v8.data() : nullptr;
   dp.v8_scale = pv8 ? pr.v8_scale.data() : nullptr;
-  dp.pseudo_k = c.compensation ? pseudo_k.data() : nullptr;
-  dp.vbar = c.compensation ? pr.vbar.data() : nullptr;
+  dp.pseudo_k = pseudo_k.data();
+  dp.vbar = pr.vbar.data();
   dp.ln_n = ln_n.data();
-  std::vector<float> out(static_cast<size_t>(pr.S * pr.H * pr.D));
-  double ms = 0;
-  const std::string err = sol_attention_device(dp, out.data(), &ms);
-  if (!err.empty()) throw InternalError("sol_cuda: " + err);
+  std::string err;
+  in->device = sol_upload(dp, &err);
+  if (!in->device) throw InternalError("sol_cuda: " + err);
+  // The device holds them now; routing and sol_finish read only r and the layout.
+  release(pr.q.x);
+  release(pr.k.x);
+  release(pr.v.x);
+  release(pr.kbar);
+  release(pr.vbar);
+  release(pr.km);
+  release(pr.q8.codes);
+  release(pr.k8.codes);
+  release(pr.v8);
+  release(pr.v8_scale);
+  return in;
+}
+
+AttentionResult sol_cuda_run(SolCudaInputs& in, const SolConfig& c) {
+  SolPrepared& pr = in.pr;
+  sol_route_all(pr, c);
   AttentionResult r;
-  r.out = Tensor({pr.S, pr.H, pr.D}, c.round_out ? DType::bf16 : DType::f32);
-  for (size_t i = 0; i < out.size(); ++i) r.out.data[i] = c.round_out ? num::bf16_round(out[i]) : out[i];
+  struct Place {
+    AttentionResult* r;
+    std::vector<int64_t> shape;
+    DType dtype;
+  } place{&r, {pr.S, pr.H, pr.D}, c.round_out ? DType::bf16 : DType::f32};
+  // The output's allocation (page faults of S*H*D doubles) overlaps the kernel.
+  const auto alloc = [](void* x) {
+    auto* pl = static_cast<Place*>(x);
+    pl->r->out = Tensor(pl->shape, pl->dtype);
+  };
+  const float* out = nullptr;
+  double ms = 0;
+  const std::string err =
+      sol_attention_device(*in.device, pr.mask.data(), c.compensation ? 1 : 0, &out, &ms, alloc, &place);
+  if (!err.empty()) throw InternalError("sol_cuda: " + err);
+  const int64_t n = pr.S * pr.H * pr.D;
+  double* o = r.out.ptr();
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) o[i] = c.round_out ? num::bf16_round(out[i]) : out[i];
   sol_finish(pr, c, r);
   r.stats["device_ms"] = ms;
   return r;
+}
+
+AttentionResult sol_attention(const AttentionProblem& problem, const SolConfig& c) {
+  sol_cuda_check(problem, c);
+  return sol_cuda_run(*sol_cuda_prepare(problem, c), c);
 }
 
 std::unique_ptr<AttentionBackend> make_sol_backend(BackendParams& params) {

@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <memory>
 #include <string>
 
 #include "reference/cuda/device_buffer.cuh"
@@ -39,12 +40,19 @@ struct Tiles {
   int* count;    // [1]
 };
 
+// Register tiles: each thread computes kTR rows x kTC columns of logits (keys)
+// or kTR x kTD of the output (channels); element (i, j) of tile (rg, cg) is
+// row rg + RG*i, column cg + CG*j, so a warp's threads read distinct banks. Every element keeps the arithmetic and summation order of one
+// sequential loop (the host's order), so tiling changes no bit.
+constexpr int kTR = 4, kTC = 8, kTD = 4;
+
 // q tile: the int8 codes (real keys of the int8 variants) or the float q.
 __device__ void load_q(const Args& a, const Tiles& t, long long h, long long q0, int nr, bool codes) {
-  const long long S = a.p.S, D = a.p.D;
-  for (long long e = threadIdx.x; e < nr * D; e += blockDim.x) {
-    const long long r = e / D, d = e % D, i = (h * S + q0 + r) * D + d;
-    t.q[r * (D + 1) + d] = codes ? static_cast<float>(a.p.q8[i]) : a.p.q[i];
+  const int D = static_cast<int>(a.p.D);
+  const long long base = (h * a.p.S + q0) * D;
+  for (int e = threadIdx.x; e < nr * D; e += blockDim.x) {
+    const int r = e / D, d = e - r * D;
+    t.q[r * (D + 1) + d] = codes ? static_cast<float>(a.p.q8[base + e]) : a.p.q[base + e];
   }
 }
 
@@ -53,35 +61,70 @@ __device__ void load_q(const Args& a, const Tiles& t, long long h, long long q0,
 // otherwise pseudo-keys, offset by ln(n_j).
 __device__ void logits(const Args& a, const Tiles& t, long long h, long long q0, int nr, int len,
                        long long start, bool real) {
-  const long long S = a.p.S, D = a.p.D;
+  const long long S = a.p.S;
+  const int D = static_cast<int>(a.p.D);
   const int ld = a.p.block_k + 1;
   const bool int8 = a.p.precision != 0;
-  for (int e = threadIdx.x; e < nr * len; e += blockDim.x) {
-    const int r = e / len, j = e % len;
-    const float* qr = t.q + r * (D + 1);
-    const float* kr = t.kv + j * (D + 1);
-    float dot = 0.0f;
-    for (long long d = 0; d < D; ++d) dot += qr[d] * kr[d];
-    float s;
-    if (!real) {
-      s = dot * a.p.scale + a.p.ln_n[t.pseudo[j]];
-    } else if (int8) {
-      s = (dot * (a.p.q_scale[h * S + q0 + r] * a.p.k_scale[h * S + start + j])) * a.p.scale;
-    } else {
-      s = dot * a.p.scale;
+  const int RG = (nr + kTR - 1) / kTR, CG = (len + kTC - 1) / kTC;
+  for (int w = threadIdx.x; w < RG * CG; w += blockDim.x) {
+    const int rg = w / CG, cg = w - rg * CG;
+    int qr[kTR], kr[kTC];
+#pragma unroll
+    for (int i = 0; i < kTR; ++i) qr[i] = min(rg + RG * i, nr - 1) * (D + 1);
+#pragma unroll
+    for (int j = 0; j < kTC; ++j) kr[j] = min(cg + CG * j, len - 1) * (D + 1);
+    float dot[kTR][kTC];
+#pragma unroll
+    for (int i = 0; i < kTR; ++i)
+#pragma unroll
+      for (int j = 0; j < kTC; ++j) dot[i][j] = 0.0f;
+    for (int d = 0; d < D; ++d) {
+      float qv[kTR], kv[kTC];
+#pragma unroll
+      for (int i = 0; i < kTR; ++i) qv[i] = t.q[qr[i] + d];
+#pragma unroll
+      for (int j = 0; j < kTC; ++j) kv[j] = t.kv[kr[j] + d];
+#pragma unroll
+      for (int i = 0; i < kTR; ++i)
+#pragma unroll
+        for (int j = 0; j < kTC; ++j) dot[i][j] += qv[i] * kv[j];
     }
-    t.s[r * ld + j] = s;
+#pragma unroll
+    for (int i = 0; i < kTR; ++i) {
+      const int r = rg + RG * i;
+      if (r >= nr) continue;
+#pragma unroll
+      for (int j = 0; j < kTC; ++j) {
+        const int c = cg + CG * j;
+        if (c >= len) continue;
+        float s;
+        if (!real) {
+          s = dot[i][j] * a.p.scale + a.p.ln_n[t.pseudo[c]];
+        } else if (int8) {
+          s = (dot[i][j] * (a.p.q_scale[h * S + q0 + r] * a.p.k_scale[h * S + start + c])) * a.p.scale;
+        } else {
+          s = dot[i][j] * a.p.scale;
+        }
+        t.s[r * ld + c] = s;
+      }
+    }
   }
 }
 
-// Pass 1 of a chunk, after its logits: P = exp(s - m), the denominator in key
-// order, one thread per row; int8_qk_pv then quantises P per (row, block).
+// Pass 1 of a chunk, after its logits: P = exp(s - m) by every thread, then
+// the denominator in key order, one thread per row; int8_qk_pv then
+// quantises P per (row, block).
 __device__ void exponentiate(const Args& a, const Tiles& t, int nr, int len, bool quantise) {
   const int ld = a.p.block_k + 1;
+  for (int e = threadIdx.x; e < nr * len; e += blockDim.x) {
+    const int r = e / len, j = e - r * len;
+    t.s[r * ld + j] = sol::expf_det(t.s[r * ld + j] - t.m[r]);
+  }
+  __syncthreads();
   for (int r = threadIdx.x; r < nr; r += blockDim.x) {
     float* row = t.s + r * ld;
     float l = t.den[r];
-    for (int j = 0; j < len; ++j) l += (row[j] = sol::expf_det(row[j] - t.m[r]));
+    for (int j = 0; j < len; ++j) l += row[j];
     t.den[r] = l;
     if (quantise) {
       float amax = 1e-7f;
@@ -107,29 +150,56 @@ __device__ void row_max(const Args& a, const Tiles& t, int nr, int len) {
 // dequantised as the host does, block scale v8_scale[h][block].
 __device__ void accumulate(const Args& a, const Tiles& t, long long h, long long q0, int nr, int len,
                            long long block, bool codes) {
-  const long long H = a.p.H, D = a.p.D;
+  const long long H = a.p.H;
+  const int D = static_cast<int>(a.p.D);
   const int ld = a.p.block_k + 1;
-  for (long long e = threadIdx.x; e < nr * D; e += blockDim.x) {
-    const int r = static_cast<int>(e / D);
-    const long long d = e % D;
-    float* acc = a.acc + ((q0 + r) * H + h) * D + d;
-    const float* pr = t.s + r * ld;
-    float av = *acc;
-    if (codes) {
-      float dot = 0.0f;
-      for (int j = 0; j < len; ++j) dot += pr[j] * t.kv[j * (D + 1) + d];
-      av += (dot * t.pscale[r]) * a.p.v8_scale[(h * a.p.NB + block) * D + d];
-    } else {
-      for (int j = 0; j < len; ++j) av += pr[j] * t.kv[j * (D + 1) + d];
+  const int RG = (nr + kTR - 1) / kTR, CG = (D + kTD - 1) / kTD;
+  for (int w = threadIdx.x; w < RG * CG; w += blockDim.x) {
+    const int rg = w / CG, cg = w - rg * CG;
+    int pr[kTR], col[kTD];
+#pragma unroll
+    for (int i = 0; i < kTR; ++i) pr[i] = min(rg + RG * i, nr - 1) * ld;
+#pragma unroll
+    for (int k = 0; k < kTD; ++k) col[k] = min(cg + CG * k, D - 1);
+    float sum[kTR][kTD];
+#pragma unroll
+    for (int i = 0; i < kTR; ++i)
+#pragma unroll
+      for (int k = 0; k < kTD; ++k)
+        sum[i][k] = codes ? 0.0f : a.acc[((q0 + min(rg + RG * i, nr - 1)) * H + h) * D + col[k]];
+    for (int j = 0; j < len; ++j) {
+      float pv[kTR], vv[kTD];
+#pragma unroll
+      for (int i = 0; i < kTR; ++i) pv[i] = t.s[pr[i] + j];
+#pragma unroll
+      for (int k = 0; k < kTD; ++k) vv[k] = t.kv[j * (D + 1) + col[k]];
+#pragma unroll
+      for (int i = 0; i < kTR; ++i)
+#pragma unroll
+        for (int k = 0; k < kTD; ++k) sum[i][k] += pv[i] * vv[k];
     }
-    *acc = av;
+#pragma unroll
+    for (int i = 0; i < kTR; ++i) {
+      const int r = rg + RG * i;
+      if (r >= nr) continue;
+#pragma unroll
+      for (int k = 0; k < kTD; ++k) {
+        const int d = cg + CG * k;
+        if (d >= D) continue;
+        float* acc = a.acc + ((q0 + r) * H + h) * D + d;
+        if (codes)
+          *acc += (sum[i][k] * t.pscale[r]) * a.p.v8_scale[(h * a.p.NB + block) * D + d];
+        else
+          *acc = sum[i][k];
+      }
+    }
   }
 }
 
 __global__ void sol_tile_kernel(Args a) {
   extern __shared__ float smem[];
   const long long S = a.p.S, H = a.p.H, D = a.p.D, VB = a.p.VB, h = blockIdx.y, i = blockIdx.x;
-  const int bq = a.p.block_q, bk = a.p.block_k;
+  const int bq = a.p.block_q, bk = a.p.block_k, Di = static_cast<int>(D);
   Tiles t;
   t.q = smem;
   t.kv = t.q + bq * (D + 1);
@@ -156,9 +226,10 @@ __global__ void sol_tile_kernel(Args a) {
       const int len = static_cast<int>(a.p.blocks[b * 3 + 1]);
       if (vidx >= 0 && !mask[vidx]) continue;
       __syncthreads();
-      for (long long e = threadIdx.x; e < len * D; e += blockDim.x) {
-        const long long j = e / D, d = e % D, x = (h * S + start + j) * D + d;
-        t.kv[j * (D + 1) + d] = int8 ? static_cast<float>(a.p.k8[x]) : a.p.k[x];
+      const long long base = (h * S + start) * D;
+      for (int e = threadIdx.x; e < len * Di; e += blockDim.x) {
+        const int j = e / Di, d = e - j * Di;
+        t.kv[j * (Di + 1) + d] = int8 ? static_cast<float>(a.p.k8[base + e]) : a.p.k[base + e];
       }
       __syncthreads();
       logits(a, t, h, q0, nr, len, start, true);
@@ -168,9 +239,9 @@ __global__ void sol_tile_kernel(Args a) {
         continue;
       }
       exponentiate(a, t, nr, len, pv8);
-      for (long long e = threadIdx.x; e < len * D; e += blockDim.x) {
-        const long long j = e / D, d = e % D, x = (h * S + start + j) * D + d;
-        t.kv[j * (D + 1) + d] = pv8 ? static_cast<float>(a.p.v8[x]) : a.p.v[x];
+      for (int e = threadIdx.x; e < len * Di; e += blockDim.x) {
+        const int j = e / Di, d = e - j * Di;
+        t.kv[j * (Di + 1) + d] = pv8 ? static_cast<float>(a.p.v8[base + e]) : a.p.v[base + e];
       }
       __syncthreads();
       accumulate(a, t, h, q0, nr, len, b, pv8);
@@ -196,9 +267,9 @@ __global__ void sol_tile_kernel(Args a) {
       __syncthreads();
       const int len = *t.count;
       if (len == 0) break;
-      for (long long e = threadIdx.x; e < len * D; e += blockDim.x) {
-        const long long u = e / D, d = e % D;
-        t.kv[u * (D + 1) + d] = a.p.pseudo_k[(h * VB + t.pseudo[u]) * D + d];
+      for (int e = threadIdx.x; e < len * Di; e += blockDim.x) {
+        const int u = e / Di, d = e - u * Di;
+        t.kv[u * (Di + 1) + d] = a.p.pseudo_k[(h * VB + t.pseudo[u]) * D + d];
       }
       __syncthreads();
       logits(a, t, h, q0, nr, len, 0, false);
@@ -208,9 +279,9 @@ __global__ void sol_tile_kernel(Args a) {
         continue;
       }
       exponentiate(a, t, nr, len, false);
-      for (long long e = threadIdx.x; e < len * D; e += blockDim.x) {
-        const long long u = e / D, d = e % D;
-        t.kv[u * (D + 1) + d] = a.p.vbar[(h * VB + t.pseudo[u]) * D + d];
+      for (int e = threadIdx.x; e < len * Di; e += blockDim.x) {
+        const int u = e / Di, d = e - u * Di;
+        t.kv[u * (Di + 1) + d] = a.p.vbar[(h * VB + t.pseudo[u]) * D + d];
       }
       __syncthreads();
       accumulate(a, t, h, q0, nr, len, 0, false);
@@ -235,47 +306,97 @@ struct Upload {
 
 }  // namespace
 
+struct SolDeviceInputs {
+  SolDeviceProblem p;  // device pointers; mask and compensation per run
+  size_t n, nt, nvd;
+  Upload<long long> blocks;
+  Upload<float> q, k, v, qs, ks;
+  Upload<int8_t> q8, k8, v8;
+  Upload<float> v8s, pk, vbar, ln_n;
+  DeviceBuffer<uint8_t> mask;
+  DeviceBuffer<float> acc, out;
+  // Pinned: the output comes back at the bus's speed, once per run.
+  float* host_out = nullptr;
+  cudaError_t host_err = cudaSuccess;
+  explicit SolDeviceInputs(const SolDeviceProblem& h)
+      : p(h),
+        n(static_cast<size_t>(h.S * h.H * h.D)),
+        nt(static_cast<size_t>(h.H * h.S)),
+        nvd(static_cast<size_t>(h.H * h.VB * h.D)),
+        blocks(h.blocks, static_cast<size_t>(h.NB * 3)),
+        q(h.q, n),
+        k(h.k, n),
+        v(h.v, n),
+        qs(h.q_scale, nt),
+        ks(h.k_scale, nt),
+        q8(h.q8, n),
+        k8(h.k8, n),
+        v8(h.v8, n),
+        v8s(h.v8_scale, static_cast<size_t>(h.H * h.NB * h.D)),
+        pk(h.pseudo_k, nvd),
+        vbar(h.vbar, nvd),
+        ln_n(h.ln_n, static_cast<size_t>(h.VB)),
+        mask(static_cast<size_t>(h.H * h.QB * h.VB)),
+        acc(n),
+        out(n) {
+    p.blocks = blocks.get();
+    p.mask = mask.p;
+    p.q = q.get();
+    p.k = k.get();
+    p.v = v.get();
+    p.q_scale = qs.get();
+    p.k_scale = ks.get();
+    p.q8 = q8.get();
+    p.k8 = k8.get();
+    p.v8 = v8.get();
+    p.v8_scale = v8s.get();
+    p.pseudo_k = pk.get();
+    p.vbar = vbar.get();
+    p.ln_n = ln_n.get();
+    host_err = cudaMallocHost(&host_out, std::max<size_t>(n, 1) * sizeof(float));
+  }
+  ~SolDeviceInputs() { cudaFreeHost(host_out); }
+  SolDeviceInputs(const SolDeviceInputs&) = delete;
+  SolDeviceInputs& operator=(const SolDeviceInputs&) = delete;
+  cudaError_t err() const {
+    for (cudaError_t e : {blocks.buf.err, q.buf.err, k.buf.err, v.buf.err, qs.buf.err, ks.buf.err, q8.buf.err,
+                          k8.buf.err, v8.buf.err, v8s.buf.err, pk.buf.err, vbar.buf.err, ln_n.buf.err, mask.err,
+                          acc.err, out.err, host_err})
+      if (e != cudaSuccess) return e;
+    return cudaSuccess;
+  }
+};
+
 long long sol_shared_bytes(long long block_q, long long block_k, long long D) {
   return (block_q * (D + 1) + block_k * (D + 1) + block_q * (block_k + 1) + 3 * block_q) * 4 + block_k * 4 + 4;
 }
 
-std::string sol_attention_device(const SolDeviceProblem& p, float* out, double* device_ms) {
-  const size_t n = static_cast<size_t>(p.S * p.H * p.D), nt = static_cast<size_t>(p.H * p.S);
-  const size_t nvd = static_cast<size_t>(p.H * p.VB * p.D);
-  Upload<long long> blocks(p.blocks, static_cast<size_t>(p.NB * 3));
-  Upload<uint8_t> mask(p.mask, static_cast<size_t>(p.H * p.QB * p.VB));
-  Upload<float> q(p.q, n), k(p.k, n), v(p.v, n), qs(p.q_scale, nt), ks(p.k_scale, nt);
-  Upload<int8_t> q8(p.q8, n), k8(p.k8, n), v8(p.v8, n);
-  Upload<float> v8s(p.v8_scale, static_cast<size_t>(p.H * p.NB * p.D)), pk(p.pseudo_k, nvd), vbar(p.vbar, nvd),
-      ln_n(p.ln_n, static_cast<size_t>(p.VB));
-  DeviceBuffer<float> acc(n), dout(n);
-  for (cudaError_t e : {blocks.buf.err, mask.buf.err, q.buf.err, k.buf.err, v.buf.err, qs.buf.err, ks.buf.err,
-                        q8.buf.err, k8.buf.err, v8.buf.err, v8s.buf.err, pk.buf.err, vbar.buf.err, ln_n.buf.err,
-                        acc.err, dout.err})
-    if (e != cudaSuccess) return cuda_failure("upload", e);
+std::shared_ptr<SolDeviceInputs> sol_upload(const SolDeviceProblem& p, std::string* err) {
+  auto in = std::make_shared<SolDeviceInputs>(p);
+  if (const cudaError_t e = in->err(); e != cudaSuccess) {
+    *err = cuda_failure("upload", e);
+    return nullptr;
+  }
+  return in;
+}
+
+std::string sol_attention_device(SolDeviceInputs& in, const uint8_t* mask, int compensation, const float** out,
+                                 double* device_ms, void (*while_running)(void*), void* ctx) {
+  const SolDeviceProblem& p = in.p;
+  const size_t n = in.n;
   cudaError_t e;
-  if ((e = cudaMemset(acc.p, 0, n * 4)) != cudaSuccess) return cuda_failure("zero acc", e);
+  if ((e = cudaMemcpy(in.mask.p, mask, static_cast<size_t>(p.H * p.QB * p.VB), cudaMemcpyHostToDevice)) !=
+      cudaSuccess)
+    return cuda_failure("upload mask", e);
+  if ((e = cudaMemset(in.acc.p, 0, n * 4)) != cudaSuccess) return cuda_failure("zero acc", e);
   // Poison the output so a kernel that writes nothing cannot pass.
-  if ((e = cudaMemset(dout.p, 0xFF, n * 4)) != cudaSuccess) return cuda_failure("poison output", e);
+  if ((e = cudaMemset(in.out.p, 0xFF, n * 4)) != cudaSuccess) return cuda_failure("poison output", e);
   const long long smem = sol_shared_bytes(p.block_q, p.block_k, p.D);
   if ((e = cudaFuncSetAttribute(sol_tile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 static_cast<int>(smem))) != cudaSuccess)
     return cuda_failure("shared memory size", e);
-  Args args{p, acc.p, dout.p};
-  args.p.blocks = blocks.get();
-  args.p.mask = mask.get();
-  args.p.q = q.get();
-  args.p.k = k.get();
-  args.p.v = v.get();
-  args.p.q_scale = qs.get();
-  args.p.k_scale = ks.get();
-  args.p.q8 = q8.get();
-  args.p.k8 = k8.get();
-  args.p.v8 = v8.get();
-  args.p.v8_scale = v8s.get();
-  args.p.pseudo_k = pk.get();
-  args.p.vbar = vbar.get();
-  args.p.ln_n = ln_n.get();
+  Args args{p, in.acc.p, in.out.p};
+  args.p.compensation = compensation;
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
@@ -284,6 +405,7 @@ std::string sol_attention_device(const SolDeviceProblem& p, float* out, double* 
   sol_tile_kernel<<<grid, kThreads, static_cast<size_t>(smem)>>>(args);
   e = cudaGetLastError();
   cudaEventRecord(stop);
+  if (e == cudaSuccess && while_running) while_running(ctx);
   if (e == cudaSuccess) e = cudaEventSynchronize(stop);
   float ms = 0;
   if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, start, stop);
@@ -291,7 +413,9 @@ std::string sol_attention_device(const SolDeviceProblem& p, float* out, double* 
   cudaEventDestroy(stop);
   if (e != cudaSuccess) return cuda_failure("sol kernel", e);
   if (device_ms) *device_ms = ms;
-  if ((e = cudaMemcpy(out, dout.p, n * 4, cudaMemcpyDeviceToHost)) != cudaSuccess) return cuda_failure("copy out", e);
+  if ((e = cudaMemcpy(in.host_out, in.out.p, n * 4, cudaMemcpyDeviceToHost)) != cudaSuccess)
+    return cuda_failure("copy out", e);
+  *out = in.host_out;
   return {};
 }
 

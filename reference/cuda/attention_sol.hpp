@@ -23,6 +23,15 @@ namespace ts::cuda {
 // is usable or the tiles exceed the device's shared memory. stats: device_ms.
 AttentionResult sol_attention(const AttentionProblem& problem, const SolConfig& cfg);
 
+// sol_attention in its parts, for runs that share their inputs (a sweep over
+// tau): the checks; the routing-independent preparation and upload (held by
+// the returned object); then, per routing configuration, route and run.
+// sol_cuda_run needs a configuration with sol_same_inputs as the prepared one.
+struct SolCudaInputs;
+void sol_cuda_check(const AttentionProblem& problem, const SolConfig& cfg);
+std::shared_ptr<SolCudaInputs> sol_cuda_prepare(const AttentionProblem& problem, const SolConfig& cfg);
+AttentionResult sol_cuda_run(SolCudaInputs& inputs, const SolConfig& cfg);
+
 // kind "sol_cuda": the knobs of kind "sol"; output name sol_cuda_<...>.
 std::unique_ptr<AttentionBackend> make_sol_backend(BackendParams& params);
 

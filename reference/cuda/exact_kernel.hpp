@@ -12,13 +12,28 @@ bool device_available(std::string* why);
 struct ExactTiming {
   double device_ms = 0;
   long long chunk = 0;  // queries per chunk actually used
+  // Host clock: device setup (context, allocations, cuBLAS), inputs to the
+  // device (copies and widening), the output back.
+  double setup_ms = 0, upload_ms = 0, download_ms = 0;
 };
 
+// One input as the host hands it over: float32 where every value is one (the
+// bf16/f16/f32 inputs of a real run: half the bytes over the bus, widened to
+// float64 on the device, exactly), else float64. Exactly one is set.
+struct ExactInput {
+  const float* f32 = nullptr;
+  const double* f64 = nullptr;
+};
+
+// Where the output goes: called once while the device computes (the launches
+// are asynchronous), so allocating the output costs no wall time.
+using OutputPlace = double* (*)(void* ctx);
+
 // out[S*H*D] = softmax(q k^T * scale) v per head, all [S, H, D] contiguous
-// float64 host arrays. `chunk` queries are processed at a time (0: as many as a
-// quarter of the free device memory holds). Returns an empty string, or the
-// failing CUDA/cuBLAS call.
-std::string exact_attention_fp64(const double* q, const double* k, const double* v, double* out,
+// host arrays; out = place(ctx). `chunk` queries are processed at a time (0:
+// as many as a quarter of the free device memory holds). Returns an empty
+// string, or the failing CUDA/cuBLAS call.
+std::string exact_attention_fp64(ExactInput q, ExactInput k, ExactInput v, OutputPlace place, void* ctx,
                                  long long S, long long H, int D, double scale, long long chunk,
                                  ExactTiming* timing);
 

@@ -2,6 +2,7 @@
 // The boundary between nvcc-compiled code and the sol mirror's host side:
 // plain types only (see exact_kernel.hpp).
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace ts::cuda {
@@ -28,10 +29,22 @@ struct SolDeviceProblem {
   const float* ln_n = nullptr;         // [VB]
 };
 
-// out[S*H*D] (float32, before the bf16 rounding) = the sol attention of p.
+// Everything of a SolDeviceProblem but the mask and the compensation switch,
+// on the device: what a sweep over tau uploads once (opaque to the host side).
+struct SolDeviceInputs;
+
+// Uploads p (p.mask and p.compensation are ignored; pseudo_k and vbar must be
+// given). nullptr, with *err naming the failing CUDA call, on failure.
+std::shared_ptr<SolDeviceInputs> sol_upload(const SolDeviceProblem& p, std::string* err);
+
+// *out[S*H*D] (float32, before the bf16 rounding) = the sol attention of the
+// uploaded problem with this mask ([H][QB][VB], 1 routed) and compensation;
+// *out points into `in` and holds until its next run. while_running(ctx), when
+// given, runs on the host while the kernel does (the launch is asynchronous).
 // Returns an empty string or the failing CUDA call; device_ms: CUDA events
-// around the kernel.
-std::string sol_attention_device(const SolDeviceProblem& p, float* out, double* device_ms);
+// around the kernel. Runs one at a time per SolDeviceInputs.
+std::string sol_attention_device(SolDeviceInputs& in, const uint8_t* mask, int compensation, const float** out,
+                                 double* device_ms, void (*while_running)(void*) = nullptr, void* ctx = nullptr);
 
 // Bytes of shared memory a block needs (query tile, key tile, logits, row state).
 long long sol_shared_bytes(long long block_q, long long block_k, long long D);

@@ -9,7 +9,9 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "catch.hpp"
 #include "core/error.hpp"
@@ -192,4 +194,67 @@ TEST_CASE("every device backend against its host reference") {
   // Tiles beyond the device's shared memory: bad input naming the knobs.
   CHECK_THROWS_AS(ts::make_attention_backend("sol_cuda:block_q=1024,block_k=1024", {})->run(problem("tiny").p),
                   ts::InputError);
+}
+
+TEST_CASE("sol_cuda over a sweep: each backend reuses the one before only where the inputs match") {
+  std::string why;
+  if (!ts::cuda::device_available(&why)) {
+    std::cout << "skipped: no CUDA device (" << why << ")\n";
+    return;
+  }
+  const ts::AttentionProblem& ci = problem("ci").p;
+  const ts::AttentionProblem& tiny = problem("tiny").p;
+  struct Step {
+    const char* spec;
+    const ts::AttentionProblem* p;
+    bool reuses;  // the routing-independent preparation comes from the step before
+  };
+  const Step steps[] = {
+      {"sol_cuda:precision=int8_qk_pv,tau=0.5", &ci, false},
+      {"sol_cuda:precision=int8_qk_pv,tau=1.3", &ci, true},
+      {"sol_cuda:precision=int8_qk_pv,tau=-100,compensation=off", &ci, true},
+      {"sol_cuda:precision=int8_qk_pv,selector=topk,round_out=off", &ci, true},
+      {"sol_cuda:precision=bf16,tau=1.3", &ci, false},      // other quantisers
+      {"sol_cuda:precision=bf16,tau=2", &ci, true},
+      {"sol_cuda:precision=bf16,tau=2,block_k=32", &ci, false},  // other key blocks
+      {"sol_cuda:precision=bf16,tau=2,block_k=32", &tiny, false},  // another problem
+  };
+  std::unique_ptr<ts::AttentionBackend> earlier;
+  for (const Step& s : steps) {
+    auto b = ts::make_attention_backend(s.spec, {});
+    if (earlier) b->continue_from(*earlier);
+    const ts::AttentionResult chained = b->run(*s.p);
+    const ts::AttentionResult fresh = ts::make_attention_backend(s.spec, {})->run(*s.p);
+    INFO(s.spec << (s.p == &ci ? " on ci" : " on tiny"));
+    REQUIRE(chained.out.shape == fresh.out.shape);
+    CHECK(std::memcmp(chained.out.data.data(), fresh.out.data.data(), fresh.out.data.size() * sizeof(double)) == 0);
+    CHECK(chained.stats["density"] == fresh.stats["density"]);
+    CHECK((chained.stats["prepare_ms"].get<double>() == 0) == s.reuses);
+    CHECK(fresh.stats["prepare_ms"].get<double>() > 0);
+    earlier = std::move(b);
+  }
+}
+
+TEST_CASE("exact_cuda takes float64 inputs that are not float32 values as float64") {
+  std::string why;
+  if (!ts::cuda::device_available(&why)) {
+    std::cout << "skipped: no CUDA device (" << why << ")\n";
+    return;
+  }
+  // ci's bf16 inputs scaled by 1 + 2^-40: no longer float32 values, so the float32 upload
+  // would round them; the host reference sees the float64 values.
+  const ts::SynthResult& syn = problem("ci").syn;
+  std::vector<ts::Tensor> t;
+  for (const char* name : {"/attention/q", "/attention/k", "/attention/v"}) {
+    t.push_back(syn.dataset(name));
+    t.back().dtype = ts::DType::f64;
+    for (double& x : t.back().data) x *= 1.0 + std::ldexp(1.0, -40);
+  }
+  const ts::AttentionProblem p = ts::make_attention_problem(t[0], t[1], t[2], syn.config);
+  const ts::AttentionResult host = ts::make_attention_backend("exact", {})->run(p);
+  const ts::AttentionResult dev = ts::make_attention_backend("exact_cuda", {})->run(p);
+  CHECK(rel_l2(dev.out, host.out) < 1e-13);
+  // The float32-rounded inputs give another answer at that scale: the test can tell.
+  const ts::AttentionResult dev32 = ts::make_attention_backend("exact_cuda", {})->run(problem("ci").p);
+  CHECK(rel_l2(dev32.out, host.out) > 1e-13);
 }
