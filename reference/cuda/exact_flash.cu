@@ -3,9 +3,9 @@
 // One block of 8 warps owns 64 queries of one head. Their Q tile stays in shared
 // memory; K and V stream through it in tiles of 64 keys (cp.async, the next K
 // tile loading during the softmax and P·V of this one, the next V tile during
-// Q·Kᵀ). Both products run on the float64 tensor cores (mma.sync m8n8k4 f64,
-// sm_80+), each warp a 32 x 16 score tile and a 32 x D/4 output tile, so that
-// shared memory feeds the tensor cores at about 3/4 of its bandwidth. Between
+// Q·Kᵀ). Both products run on the float64 tensor cores (mma.sync m16n8k16 f64,
+// sm_90+), each warp a 32 x 16 score tile and a 32 x D/4 output tile, all
+// shared-memory fragment reads free of bank conflicts (swizzled tiles). Between
 // them the scores go through shared memory for an online softmax in float64
 // (running max, rescaled row sums, fixed reduction order); the output is divided
 // by the row sum at the end, as the host reference does. The streamed softmax
@@ -31,11 +31,11 @@ constexpr size_t smem_bytes() {
           3 * kBQ) *
          sizeof(double);
 }
-static_assert(smem_bytes<128>() <= 227 * 1024, "an sm_80+ block may opt in to at most 227 KiB");
+static_assert(smem_bytes<128>() <= 227 * 1024, "an sm_90 block may opt in to at most 227 KiB");
 
-// Device code for sm_80+ only (cp.async, float64 mma); older targets get a kernel that
-// traps, which the host side never launches (exact_flash_unsupported).
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+// Device code for sm_90+ only (cp.async, the m16n8k16 float64 mma); older targets get a
+// kernel that traps, which the host side never launches (exact_flash_unsupported).
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 #define TS_FLASH_ARCH 1
 #endif
 
@@ -75,15 +75,29 @@ __device__ __forceinline__ void load_tile(double* dst, const double* head, long 
   }
 }
 
-// c (8 x 8, this thread's two values) += a (8 x 4) b (4 x 8), float64 tensor cores.
-__device__ __forceinline__ void dmma(double (&c)[2], double a, double b) {
-  asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
-      : "+d"(c[0]), "+d"(c[1])
-      : "d"(a), "d"(b));
+// c (16 x 8) += a (16 x 16) b (16 x 8) on the float64 tensor cores, the sm_90 shape (the
+// sm_80 m8n8k4 ran this kernel at a third of the H200's float64 tensor rate). Fragments
+// (lane = 4 g + c): a[v] = A[g + 8 (v & 1)][c + 4 (v >> 1)], b[v] = B[c + 4 v][g],
+// d[v] = D[g + 8 (v >> 1)][2 c + (v & 1)].
+__device__ __forceinline__ void dmma(double (&d)[4], const double (&a)[8], const double (&b)[4]) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5, %6, %7, %8, %9, %10, %11}, "
+      "{%12, %13, %14, %15}, {%0, %1, %2, %3};\n"
+      : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+      : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]), "d"(a[6]), "d"(a[7]), "d"(b[0]),
+        "d"(b[1]), "d"(b[2]), "d"(b[3]));
+}
+
+// The A fragment of rows [row0, row0 + 16) and columns [col0, col0 + 16) of a swz_qk tile.
+__device__ __forceinline__ void load_a(double (&a)[8], const double* tile, int width, int row0, int col0, int g,
+                                       int c) {
+#pragma unroll
+  for (int v = 0; v < 8; ++v) {
+    const int r = row0 + g + 8 * (v & 1);
+    a[v] = tile[r * width + swz_qk(r, col0 + c + 4 * (v >> 1))];
+  }
 }
 #endif  // TS_FLASH_ARCH
 
-// Fragment layout of m8n8k4 f64 (lane = 4 g + c): A[g][c], B[c][g], C[g][2c + {0,1}].
 template <int D>
 __global__ void __launch_bounds__(kThreads, 1)
     exact_flash(const double* __restrict__ q, const double* __restrict__ k, const double* __restrict__ v,
@@ -119,55 +133,61 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int wr = (warp & 1) * 32;        // this warp's 32 query rows (both products)
   const int wc = (warp >> 1) * 16;       // its 16 keys of the score tile
   const int wd = (warp >> 1) * (D / 4);  // its D/4 output columns
-  double o[4][NF][2];
+  // Accumulator [mi][nj][v]: row wr + 16 mi + g + 8 (v >> 1), column (key or d) base + 8 nj
+  // + 2 c + (v & 1).
+  double o[2][NF][4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i)
+  for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
-    for (int j = 0; j < NF; ++j) o[i][j][0] = o[i][j][1] = 0.0;
+    for (int nj = 0; nj < NF; ++nj)
+#pragma unroll
+      for (int x = 0; x < 4; ++x) o[mi][nj][x] = 0.0;
 
   const long long tiles = (S + kBK - 1) / kBK;
   for (long long t = 0; t < tiles; ++t) {
     const long long key0 = t * kBK;
     cp_async_wait_all_but_one();  // K_t (and Q) landed; V_t may still be in flight
     __syncthreads();
-    double sacc[4][2][2];
+    double sacc[2][2][4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
+    for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
-      for (int j = 0; j < 2; ++j) sacc[i][j][0] = sacc[i][j][1] = 0.0;
+      for (int nj = 0; nj < 2; ++nj)
 #pragma unroll
-    for (int kk = 0; kk < D; kk += 4) {
-      double a[4], b[2];
+        for (int x = 0; x < 4; ++x) sacc[mi][nj][x] = 0.0;
+#pragma unroll 2
+    for (int kk = 0; kk < D; kk += 16) {
+      double a[2][8], b[2][4];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int r = wr + 8 * i + g;
-        a[i] = Qs[r * D + swz_qk(r, kk + c)];
-      }
+      for (int mi = 0; mi < 2; ++mi) load_a(a[mi], Qs, D, wr + 16 * mi, kk, g, c);
 #pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const int r = wc + 8 * j + g;
-        b[j] = Ks[r * D + swz_qk(r, kk + c)];
-      }
+      for (int nj = 0; nj < 2; ++nj)
 #pragma unroll
-      for (int i = 0; i < 4; ++i)
+        for (int x = 0; x < 4; ++x) {
+          const int r = wc + 8 * nj + g;  // B[k][n] = K[n][k]
+          b[nj][x] = Ks[r * D + swz_qk(r, kk + c + 4 * x)];
+        }
 #pragma unroll
-        for (int j = 0; j < 2; ++j) dmma(sacc[i][j], a[i], b[j]);
+      for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+        for (int nj = 0; nj < 2; ++nj) dmma(sacc[mi][nj], a[mi], b[nj]);
     }
     __syncthreads();  // every warp is done with K_t and with the last tile's P
     if (t + 1 < tiles) load_tile<D, kBK, false>(Ks, kh, key0 + kBK, S, HD);
     cp_async_commit();
     // Scaled scores into P; keys past the end weigh nothing.
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
+    for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const int col = wc + 8 * j + 2 * c;
-        double2 s2;
-        s2.x = key0 + col < S ? sacc[i][j][0] * scale : -INFINITY;
-        s2.y = key0 + col + 1 < S ? sacc[i][j][1] * scale : -INFINITY;
-        const int r = wr + 8 * i + g;
-        *reinterpret_cast<double2*>(Ps + r * kBK + swz_qk(r, col)) = s2;
-      }
+      for (int nj = 0; nj < 2; ++nj)
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          const int r = wr + 16 * mi + g + 8 * hh, col = wc + 8 * nj + 2 * c;
+          double2 s2;
+          s2.x = key0 + col < S ? sacc[mi][nj][2 * hh] * scale : -INFINITY;
+          s2.y = key0 + col + 1 < S ? sacc[mi][nj][2 * hh + 1] * scale : -INFINITY;
+          *reinterpret_cast<double2*>(Ps + r * kBK + swz_qk(r, col)) = s2;
+        }
     __syncthreads();
     {
       // Online softmax, 4 threads per row (columns part, part + 4, ...), fixed order.
@@ -201,50 +221,54 @@ __global__ void __launch_bounds__(kThreads, 1)
     cp_async_wait_all_but_one();  // V_t landed; K_{t+1} may still be in flight
     __syncthreads();
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const double alpha = a_s[wr + 8 * i + g];
+    for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
-      for (int j = 0; j < NF; ++j) {
-        o[i][j][0] *= alpha;
-        o[i][j][1] *= alpha;
-      }
-    }
+      for (int hh = 0; hh < 2; ++hh) {
+        const double alpha = a_s[wr + 16 * mi + g + 8 * hh];
 #pragma unroll
-    for (int kk = 0; kk < kBK; kk += 4) {
-      double a[4], b[NF];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int r = wr + 8 * i + g;
-        a[i] = Ps[r * kBK + swz_qk(r, kk + c)];
+        for (int nj = 0; nj < NF; ++nj) {
+          o[mi][nj][2 * hh] *= alpha;
+          o[mi][nj][2 * hh + 1] *= alpha;
+        }
       }
 #pragma unroll
-      for (int j = 0; j < NF; ++j) {
-        const int key = kk + c;
-        b[j] = Vs[key * D + swz_v(key, wd + 8 * j + g)];
-      }
+    for (int kk = 0; kk < kBK; kk += 16) {
+      double a[2][8], b[NF][4];
 #pragma unroll
-      for (int i = 0; i < 4; ++i)
+      for (int mi = 0; mi < 2; ++mi) load_a(a[mi], Ps, kBK, wr + 16 * mi, kk, g, c);
 #pragma unroll
-        for (int j = 0; j < NF; ++j) dmma(o[i][j], a[i], b[j]);
+      for (int nj = 0; nj < NF; ++nj)
+#pragma unroll
+        for (int x = 0; x < 4; ++x) {
+          const int key = kk + c + 4 * x;  // B[k][n] = V[key][d]
+          b[nj][x] = Vs[key * D + swz_v(key, wd + 8 * nj + g)];
+        }
+#pragma unroll
+      for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+        for (int nj = 0; nj < NF; ++nj) dmma(o[mi][nj], a[mi], b[nj]);
     }
     __syncthreads();  // every warp is done with V_t
     if (t + 1 < tiles) load_tile<D, kBK, true>(Vs, vh, key0 + kBK, S, HD);
     cp_async_commit();
   }
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int r = wr + 8 * i + g;
-    const long long s = q0 + r;
-    if (s >= S) continue;
-    const double l = l_s[r];
+  for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
-    for (int j = 0; j < NF; ++j) {
-      double2 o2;
-      o2.x = o[i][j][0] / l;
-      o2.y = o[i][j][1] / l;
-      *reinterpret_cast<double2*>(out + s * HD + static_cast<long long>(blockIdx.y) * D + wd + 8 * j + 2 * c) = o2;
+    for (int hh = 0; hh < 2; ++hh) {
+      const int r = wr + 16 * mi + g + 8 * hh;
+      const long long s = q0 + r;
+      if (s >= S) continue;
+      const double l = l_s[r];
+#pragma unroll
+      for (int nj = 0; nj < NF; ++nj) {
+        double2 o2;
+        o2.x = o[mi][nj][2 * hh] / l;
+        o2.y = o[mi][nj][2 * hh + 1] / l;
+        *reinterpret_cast<double2*>(out + s * HD + static_cast<long long>(blockIdx.y) * D + wd + 8 * nj + 2 * c) =
+            o2;
+      }
     }
-  }
 #endif  // TS_FLASH_ARCH
 }
 
@@ -283,7 +307,8 @@ std::string exact_flash_unsupported(long long H, int D) {
     cudaGetLastError();
     return std::string("device query failed: ") + cudaGetErrorString(e);
   }
-  if (major < 8) return "compute capability " + std::to_string(major) + ".x has no float64 tensor cores (sm_80+)";
+  if (major < 9)
+    return "compute capability " + std::to_string(major) + ".x lacks the m16n8k16 float64 tensor-core shape (sm_90+)";
   if (static_cast<size_t>(optin) < bytes)
     return "needs " + std::to_string(bytes) + " bytes of shared memory per block, the device has " +
            std::to_string(optin);

@@ -40,7 +40,7 @@ struct DeviceCase {
   bool routing;     // sol: compare the dumped routing (route_mask) too
 };
 
-// exact: float64 everywhere; flash (the default on sm_80+) streams the softmax, gemm
+// exact: float64 everywhere; flash (the default on sm_90+) streams the softmax, gemm
 // materialises it (any device; chunk > 0 picks it): both sum in another order than the host.
 // sage2: the device mirrors the host's steps, bit for bit.
 // sol: the host routes; int8_qk_pv sums only integer codes in float, so any order is exact;
