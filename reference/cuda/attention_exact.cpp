@@ -54,27 +54,41 @@ HostInput host_input(const BSHDView& x) {
   return h;
 }
 
+const char* kernel_name(ExactKernel k) {
+  return k == ExactKernel::flash ? "flash" : k == ExactKernel::gemm ? "gemm" : "auto";
+}
+
 class ExactCudaBackend final : public AttentionBackend {
  public:
-  explicit ExactCudaBackend(long long chunk) : chunk_(chunk) {}
+  ExactCudaBackend(ExactKernel kernel, long long chunk) : kernel_(kernel), chunk_(chunk) {}
   std::string name() const override { return "exact_cuda"; }
   nlohmann::json params() const override {
-    return {{"backend", "exact_cuda"}, {"precision", "fp64"}, {"device", "cuda"}, {"chunk", chunk_}};
+    return {{"backend", "exact_cuda"}, {"precision", "fp64"}, {"device", "cuda"},
+            {"kernel", kernel_name(kernel_)}, {"chunk", chunk_}};
   }
-  AttentionResult run(const AttentionProblem& p) override { return attention_exact(p, chunk_); }
+  AttentionResult run(const AttentionProblem& p) override { return attention_exact(p, kernel_, chunk_); }
   std::string device() const override { return "cuda"; }
 
  private:
+  ExactKernel kernel_;
   long long chunk_;
 };
 
+void check_choice(ExactKernel kernel, long long chunk) {
+  if (chunk < 0) throw InputError("exact_cuda: chunk must be >= 0 (0: automatic), got " + std::to_string(chunk));
+  if (kernel == ExactKernel::flash && chunk != 0)
+    throw InputError("exact_cuda: chunk applies to kernel=gemm only (the flash kernel has no score chunks)");
+}
+
 }  // namespace
 
-AttentionResult attention_exact(const AttentionProblem& p, long long chunk) {
+AttentionResult attention_exact(const AttentionProblem& p, ExactKernel kernel, long long chunk) {
   p.validate();
-  if (chunk < 0) throw InputError("exact_cuda: chunk must be >= 0 (0: automatic), got " + std::to_string(chunk));
+  check_choice(kernel, chunk);
   std::string why;
   if (!device_available(&why)) throw InputError("exact_cuda: no usable CUDA device (" + why + ")");
+  if (kernel == ExactKernel::flash && !(why = exact_flash_unsupported(p.q.H, static_cast<int>(p.q.D))).empty())
+    throw InputError("exact_cuda: kernel=flash cannot run here: " + why + " (kernel=gemm can)");
   const auto t0 = std::chrono::steady_clock::now();
   const HostInput q = host_input(p.q), k = host_input(p.k), v = host_input(p.v);
   const auto t1 = std::chrono::steady_clock::now();
@@ -90,9 +104,10 @@ AttentionResult attention_exact(const AttentionProblem& p, long long chunk) {
   };
   ExactTiming t;
   const std::string err = exact_attention_fp64(q.in, k.in, v.in, alloc, &place, p.q.S, p.q.H,
-                                               static_cast<int>(p.q.D), p.softmax_scale, chunk, &t);
+                                               static_cast<int>(p.q.D), p.softmax_scale, kernel, chunk, &t);
   if (!err.empty()) throw InternalError("exact_cuda: " + err);
   r.stats["device_ms"] = t.device_ms;
+  r.stats["kernel"] = t.kernel;
   r.stats["chunk"] = t.chunk;
   // Where the wall time goes on the host (steady clock).
   using Ms = std::chrono::duration<double, std::milli>;
@@ -104,10 +119,12 @@ AttentionResult attention_exact(const AttentionProblem& p, long long chunk) {
 }
 
 std::unique_ptr<AttentionBackend> make_exact_backend(BackendParams& params) {
+  const std::string k = params.get_choice("kernel", "auto", {"auto", "flash", "gemm"});
   const long long chunk = params.get_int("chunk", 0);
   params.finish();
-  if (chunk < 0) throw InputError("exact_cuda: chunk must be >= 0 (0: automatic), got " + std::to_string(chunk));
-  return std::make_unique<ExactCudaBackend>(chunk);
+  const ExactKernel kernel = k == "flash" ? ExactKernel::flash : k == "gemm" ? ExactKernel::gemm : ExactKernel::automatic;
+  check_choice(kernel, chunk);
+  return std::make_unique<ExactCudaBackend>(kernel, chunk);
 }
 
 }  // namespace ts::cuda

@@ -1,12 +1,15 @@
-// The exact attention reference's device part (see attention_exact.hpp).
+// The exact attention reference's device part (see attention_exact.hpp): the
+// inputs to the device, one of two kernels, the output back. The default is the
+// fused float64 tensor-core kernel (exact_flash.cu); this file holds the other,
+// kept for devices without float64 tensor cores or the shared memory it needs:
 //
 // Per chunk of queries and for all heads at once: scores = Q Kᵀ·scale with a
 // float64 cuBLAS GEMM (the H200's float64 tensor cores), an exact float64
 // softmax over the whole key row (max first, then exp and the row sum), P·V with
 // a second float64 GEMM, then division by the row sum as the host reference
-// does. The whole row is materialised instead of streamed because two large
-// GEMMs run the float64 tensor cores near their peak, which a hand-written
-// streaming kernel would have to earn. cuBLAS gives the same bits run to run on
+// does. The whole row is materialised: S x chunk x H float64 scores go to memory
+// and back twice per chunk, which made this path memory-bound (1.83 s at block24
+// on an H200, the fused kernel's reason to exist). cuBLAS gives the same bits run to run on
 // one GPU model; the block reduction below has a fixed order.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -16,6 +19,7 @@
 #include <string>
 
 #include "reference/cuda/device_buffer.cuh"
+#include "reference/cuda/exact_flash.cuh"
 #include "reference/cuda/exact_kernel.hpp"
 
 namespace ts::cuda {
@@ -25,7 +29,8 @@ constexpr int kThreads = 256;
 
 struct Blas {
   cublasHandle_t h = nullptr;
-  cublasStatus_t status = cublasCreate(&h);
+  cublasStatus_t status;
+  explicit Blas(bool needed) : status(needed ? cublasCreate(&h) : CUBLAS_STATUS_SUCCESS) {}
   ~Blas() {
     if (h) cublasDestroy(h);
   }
@@ -117,8 +122,8 @@ bool device_available(std::string* why) {
 }
 
 std::string exact_attention_fp64(ExactInput q, ExactInput k, ExactInput v, OutputPlace place, void* ctx,
-                                 long long S, long long H, int D, double scale, long long chunk,
-                                 ExactTiming* timing) {
+                                 long long S, long long H, int D, double scale, ExactKernel kernel,
+                                 long long chunk, ExactTiming* timing) {
   using Clock = std::chrono::steady_clock;
   const auto since = [](Clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -126,7 +131,12 @@ std::string exact_attention_fp64(ExactInput q, ExactInput k, ExactInput v, Outpu
   auto t0 = Clock::now();
   ExactTiming host;
   const size_t n = static_cast<size_t>(S * H * D);
-  if (chunk <= 0) {
+  if (kernel == ExactKernel::automatic)
+    kernel = chunk == 0 && exact_flash_unsupported(H, D).empty() ? ExactKernel::flash : ExactKernel::gemm;
+  const bool flash = kernel == ExactKernel::flash;
+  if (flash) {
+    chunk = 0;
+  } else if (chunk <= 0) {
     // As many queries per chunk as a quarter of the free memory holds in scores, at most
     // 32 GiB: the P·V GEMM's output is only D x chunk per head, so a small chunk leaves
     // most of the device idle in it (block24 on an H200: 2016 queries, not 480).
@@ -139,10 +149,10 @@ std::string exact_attention_fp64(ExactInput q, ExactInput k, ExactInput v, Outpu
   }
   chunk = std::min(chunk, S);
   DeviceBuffer<double> dq(n), dk(n), dv(n), dout(n);
-  DeviceBuffer<double> scores(static_cast<size_t>(chunk * H * S)), l(static_cast<size_t>(chunk * H));
+  DeviceBuffer<double> scores(static_cast<size_t>(chunk * H * S)), l(static_cast<size_t>(chunk * H));  // gemm only
   for (const DeviceBuffer<double>* b : {&dq, &dk, &dv, &dout, &scores, &l})
     if (b->err != cudaSuccess) return fail("cudaMalloc", b->err);
-  Blas blas;
+  Blas blas(!flash);
   if (blas.status != CUBLAS_STATUS_SUCCESS) return fail("cublasCreate", blas.status);
   Events ev;
   cudaError_t e;
@@ -165,7 +175,9 @@ std::string exact_attention_fp64(ExactInput q, ExactInput k, ExactInput v, Outpu
   // leading dimension H*D, so heads are a strided batch with stride D.
   const long long HD = H * D;
   const double one = 1.0, zero = 0.0;
-  for (long long c0 = 0; c0 < S; c0 += chunk) {
+  if (flash && (e = exact_flash_launch(dq.p, dk.p, dv.p, dout.p, S, H, D, scale)) != cudaSuccess)
+    return fail("flash kernel launch", e);
+  for (long long c0 = 0; !flash && c0 < S; c0 += chunk) {
     const long long nq = std::min(chunk, S - c0);
     // scores_h (S x nq, column r = query c0+r) = scale · K_hᵀ Q_h
     cublasStatus_t st = cublasDgemmStridedBatched(
@@ -195,6 +207,7 @@ std::string exact_attention_fp64(ExactInput q, ExactInput k, ExactInput v, Outpu
     float ms = 0;
     if ((e = cudaEventElapsedTime(&ms, ev.start, ev.stop)) != cudaSuccess) return fail("event time", e);
     timing->device_ms = ms;
+    timing->kernel = flash ? "flash" : "gemm";
     timing->chunk = chunk;
   }
   return {};

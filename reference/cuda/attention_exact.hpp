@@ -15,12 +15,15 @@
 namespace ts::cuda {
 
 // out: [S, H, D] float64; stats: device_ms (CUDA events around the compute,
-// transfers excluded) and the chunk used. `chunk` = queries per step (0: sized
-// from free device memory). InternalError for CUDA/cuBLAS failures (each call is
-// checked), InputError when no device.
-AttentionResult attention_exact(const AttentionProblem& problem, long long chunk = 0);
+// transfers excluded), the kernel that ran and gemm's chunk. `chunk` = gemm's
+// queries per step (0: sized from free device memory; > 0 makes automatic pick
+// gemm). InternalError for CUDA/cuBLAS failures (each call is checked),
+// InputError when no device or kernel=flash cannot run on it.
+AttentionResult attention_exact(const AttentionProblem& problem, ExactKernel kernel = ExactKernel::automatic,
+                                long long chunk = 0);
 
-// kind "exact_cuda": `chunk` (queries per step, default 0 = automatic).
+// kind "exact_cuda": `kernel` (auto, flash, gemm; default auto) and `chunk`
+// (gemm's queries per step, default 0 = automatic).
 std::unique_ptr<AttentionBackend> make_exact_backend(BackendParams& params);
 
 }  // namespace ts::cuda

@@ -11,7 +11,8 @@ bool device_available(std::string* why);
 // What the device measured: CUDA events around the compute (transfers excluded).
 struct ExactTiming {
   double device_ms = 0;
-  long long chunk = 0;  // queries per chunk actually used
+  const char* kernel = "";  // the one that ran: "flash" or "gemm"
+  long long chunk = 0;      // gemm: queries per chunk actually used (flash: 0)
   // Host clock: device setup (context, allocations, cuBLAS), inputs to the
   // device (copies and widening), the output back.
   double setup_ms = 0, upload_ms = 0, download_ms = 0;
@@ -25,16 +26,26 @@ struct ExactInput {
   const double* f64 = nullptr;
 };
 
+// Which device kernel computes it. flash: fused, float64 tensor cores (sm_90+),
+// no score matrix in memory (exact_flash.cu). gemm: two cuBLAS float64 GEMMs per
+// chunk of queries around a materialised softmax (any CUDA device). automatic:
+// flash where exact_flash_unsupported says nothing, else gemm.
+enum class ExactKernel { automatic, flash, gemm };
+
+// Why the flash kernel cannot run on the current device for this shape (empty:
+// it can).
+std::string exact_flash_unsupported(long long H, int D);
+
 // Where the output goes: called once while the device computes (the launches
 // are asynchronous), so allocating the output costs no wall time.
 using OutputPlace = double* (*)(void* ctx);
 
 // out[S*H*D] = softmax(q k^T * scale) v per head, all [S, H, D] contiguous
-// host arrays; out = place(ctx). `chunk` queries are processed at a time (0:
+// host arrays; out = place(ctx). gemm processes `chunk` queries at a time (0:
 // as many as a quarter of the free device memory holds). Returns an empty
 // string, or the failing CUDA/cuBLAS call.
 std::string exact_attention_fp64(ExactInput q, ExactInput k, ExactInput v, OutputPlace place, void* ctx,
-                                 long long S, long long H, int D, double scale, long long chunk,
-                                 ExactTiming* timing);
+                                 long long S, long long H, int D, double scale, ExactKernel kernel,
+                                 long long chunk, ExactTiming* timing);
 
 }  // namespace ts::cuda

@@ -40,12 +40,14 @@ struct DeviceCase {
   bool routing;     // sol: compare the dumped routing (route_mask) too
 };
 
-// exact: float64 everywhere, the device's GEMM order and two-pass softmax differ.
+// exact: float64 everywhere; flash (the default on sm_90+) streams the softmax, gemm
+// materialises it (any device; chunk > 0 picks it): both sum in another order than the host.
 // sage2: the device mirrors the host's steps, bit for bit.
 // sol: the host routes; int8_qk_pv sums only integer codes in float, so any order is exact;
 // bf16 and int8_qk differ from Eigen's GEMM order (attention_sol.hpp in reference/cuda).
 const DeviceCase kCases[] = {
     {"exact_cuda", "exact", Promise::rel_l2, 1e-13, true, false},
+    {"exact_cuda:kernel=gemm", "exact", Promise::rel_l2, 1e-13, false, false},
     {"exact_cuda:chunk=7", "exact", Promise::rel_l2, 1e-13, false, false},
     {"exact_cuda:chunk=100", "exact", Promise::rel_l2, 1e-13, false, false},
     {"sage2_cuda:preset=sm121", "sage2:preset=sm121", Promise::bits, 0, true, false},
@@ -257,4 +259,30 @@ TEST_CASE("exact_cuda takes float64 inputs that are not float32 values as float6
   // The float32-rounded inputs give another answer at that scale: the test can tell.
   const ts::AttentionResult dev32 = ts::make_attention_backend("exact_cuda", {})->run(problem("ci").p);
   CHECK(rel_l2(dev32.out, host.out) > 1e-13);
+}
+
+TEST_CASE("exact_cuda runs the kernel asked for, flash where it can") {
+  // Bad combinations are refused before any device is touched.
+  CHECK_THROWS_AS(ts::make_attention_backend("exact_cuda:kernel=flash,chunk=7", {}), ts::InputError);
+  CHECK_THROWS_AS(ts::make_attention_backend("exact_cuda:kernel=tiles", {}), ts::InputError);
+  std::string why;
+  if (!ts::cuda::device_available(&why)) {
+    std::cout << "skipped: no CUDA device (" << why << ")\n";
+    return;
+  }
+  const ts::AttentionProblem& p = problem("tiny").p;
+  const bool flash_here = ts::cuda::exact_flash_unsupported(p.q.H, static_cast<int>(p.q.D)).empty();
+  const auto kernel = [&](const char* spec) {
+    return ts::make_attention_backend(spec, {})->run(p).stats["kernel"].get<std::string>();
+  };
+  CHECK(kernel("exact_cuda") == (flash_here ? "flash" : "gemm"));
+  CHECK(kernel("exact_cuda:kernel=gemm") == "gemm");
+  CHECK(kernel("exact_cuda:chunk=7") == "gemm");
+  if (flash_here) {
+    CHECK(kernel("exact_cuda:kernel=flash") == "flash");
+  } else {
+    CHECK_THROWS_AS(kernel("exact_cuda:kernel=flash"), ts::InputError);
+  }
+  // A head dim the flash kernel has no tiles for: refused when asked for, gemm by default.
+  CHECK_FALSE(ts::cuda::exact_flash_unsupported(p.q.H, 48).empty());
 }
