@@ -4,7 +4,7 @@
 // memory; K and V stream through it in tiles of 64 keys (cp.async, the next K
 // tile loading during the softmax and P·V of this one, the next V tile during
 // Q·Kᵀ). Both products run on the float64 tensor cores (mma.sync m16n8k16 f64,
-// sm_90+), each warp a 32 x 16 score tile and a 32 x D/4 output tile, all
+// compute capability 9.0+), each warp a 32 x 16 score tile and a 32 x D/4 output tile, all
 // shared-memory fragment reads free of bank conflicts (swizzled tiles). Between
 // them the scores go through shared memory for an online softmax in float64
 // (running max, rescaled row sums, fixed reduction order); the output is divided
@@ -31,9 +31,9 @@ constexpr size_t smem_bytes() {
           3 * kBQ) *
          sizeof(double);
 }
-static_assert(smem_bytes<128>() <= 227 * 1024, "an sm_90 block may opt in to at most 227 KiB");
+static_assert(smem_bytes<128>() <= 227 * 1024, "a compute capability 9.0 block may opt in to at most 227 KiB");
 
-// Device code for sm_90+ only (cp.async, the m16n8k16 float64 mma); older targets get a
+// Device code for compute capability 9.0+ only (cp.async, the m16n8k16 float64 mma); older targets get a
 // kernel that traps, which the host side never launches (exact_flash_unsupported).
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 #define TS_FLASH_ARCH 1
@@ -75,8 +75,8 @@ __device__ __forceinline__ void load_tile(double* dst, const double* head, long 
   }
 }
 
-// c (16 x 8) += a (16 x 16) b (16 x 8) on the float64 tensor cores, the sm_90 shape (the
-// sm_80 m8n8k4 ran this kernel at a third of the H200's float64 tensor rate). Fragments
+// c (16 x 8) += a (16 x 16) b (16 x 8) on the float64 tensor cores, the compute capability 9.0 shape (the
+// compute capability 8.0 m8n8k4 ran this kernel at a third of the H200's float64 tensor rate). Fragments
 // (lane = 4 g + c): a[v] = A[g + 8 (v & 1)][c + 4 (v >> 1)], b[v] = B[c + 4 v][g],
 // d[v] = D[g + 8 (v >> 1)][2 c + (v & 1)].
 __device__ __forceinline__ void dmma(double (&d)[4], const double (&a)[8], const double (&b)[4]) {
@@ -308,7 +308,7 @@ std::string exact_flash_unsupported(long long H, int D) {
     return std::string("device query failed: ") + cudaGetErrorString(e);
   }
   if (major < 9)
-    return "compute capability " + std::to_string(major) + ".x lacks the m16n8k16 float64 tensor-core shape (sm_90+)";
+    return "compute capability " + std::to_string(major) + ".x lacks the m16n8k16 float64 tensor-core shape (compute capability 9.0+)";
   if (static_cast<size_t>(optin) < bytes)
     return "needs " + std::to_string(bytes) + " bytes of shared memory per block, the device has " +
            std::to_string(optin);

@@ -26,7 +26,7 @@ struct ExactInput {
   const double* f64 = nullptr;
 };
 
-// Which device kernel computes it. flash: fused, float64 tensor cores (sm_90+),
+// Which device kernel computes it. flash: fused, float64 tensor cores (compute capability 9.0+),
 // no score matrix in memory (exact_flash.cu). gemm: two cuBLAS float64 GEMMs per
 // chunk of queries around a materialised softmax (any CUDA device). automatic:
 // flash where exact_flash_unsupported says nothing, else gemm.
