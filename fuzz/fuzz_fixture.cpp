@@ -44,7 +44,8 @@ void classify_report(const char* report) {
     const size_t hash = line.find_first_not_of(' ');
     if (hash == std::string::npos || line[hash] != '#' || line.find(" in ") == std::string::npos) continue;
     bool runtime = false;
-    for (const char* r : {"__interceptor", "__asan", "__sanitizer", "memcpy", "memmove", "memset", "strlen",
+    for (const char* r : {"__interceptor", "__asan", "__sanitizer", "malloc", "calloc", "realloc", "free",
+                          "operator new", "memcpy", "memmove", "memset", "strlen",
                           "strnlen", "strcpy", "strncpy", "strcmp", "strncmp"})
       runtime = runtime || line.find(r) != std::string::npos;
     if (runtime) continue;
