@@ -3,25 +3,48 @@
 // end in a summary or an InputError. HDF5 opens files by name, so each input
 // is written to one scratch file per process (in /dev/shm when it exists).
 //
-// The reads run as the product runs them: first in a forked child
-// (fixtures/isolated_read), which turns a libhdf5 crash or endless loop into
-// an InputError. A sanitizer report in that child about touchstone's own
-// code is a finding all the same: the child's death callback exits with
-// kSanitizerExit and the fuzzer aborts on the InputError that names it (the
-// report is on stderr above it). A report whose first frame outside the
-// sanitizer runtime is in libhdf5 (ASan's memcpy checks see the library's
-// own overlapping copies on corrupt heaps) is the library's defect that the
-// child exists for: that child dies like a crashed one.
+// The product reads untrusted files first in a forked child
+// (fixtures/isolated_read) that turns a libhdf5 crash or endless loop into an
+// InputError. A child per input would cost ~70 ms here, and its coverage
+// would never reach libFuzzer; so the reads run in one persistent worker
+// (fuzz/persistent_worker, which hands coverage back) with that isolation
+// off: the code the product's child runs. When libhdf5 kills or hangs the
+// worker, the input goes through the product's own isolated read, which must
+// end in an InputError (every one of the first 50 such inputs, then one in
+// 50), and a new worker takes over.
+//
+// A sanitizer report about touchstone's own code is a finding wherever it
+// happens: the dying process exits with kSanitizerExit and the fuzzer aborts
+// (the report is on stderr above). A report whose first frame outside the
+// sanitizer and C runtimes is in libhdf5 (ASan's memcpy checks on the
+// library's corrupt heaps; its allocations of 2^41 bytes; a SEGV inside it)
+// is the library's defect that the isolation exists for: that process dies
+// like a crashed one. Built without ASan (TOUCHSTONE_FUZZ_SANITIZERS=undefined,
+// for counted runs), fatal signals are classified the same way by their
+// stack.
+#include <dlfcn.h>
+#include <execinfo.h>
 #include <pthread.h>
-#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#include <sanitizer/asan_interface.h>
+#define TS_FUZZ_ASAN 1
+#endif
+#endif
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <map>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -29,6 +52,7 @@
 
 #include "core/error.hpp"
 #include "fixtures/fixture.hpp"
+#include "persistent_worker.hpp"
 
 namespace {
 constexpr int kSanitizerExit = 86;
@@ -42,28 +66,86 @@ void classify_report(const char* report) {
   std::string line;
   while (std::getline(lines, line)) {
     const size_t hash = line.find_first_not_of(' ');
-    if (hash == std::string::npos || line[hash] != '#' || line.find(" in ") == std::string::npos) continue;
+    if (hash == std::string::npos || line[hash] != '#') continue;
+    // A frame libhdf5 exports no symbol for reads "#1 0x… (…/libhdf5_serial.so.103+0x…)".
     bool runtime = false;
-    for (const char* r : {"__interceptor", "__asan", "__sanitizer", "malloc", "calloc", "realloc", "free",
-                          "operator new", "memcpy", "memmove", "memset", "strlen",
-                          "strnlen", "strcpy", "strncpy", "strcmp", "strncmp"})
-      runtime = runtime || line.find(r) != std::string::npos;
+    if (line.find(" in ") != std::string::npos)
+      for (const char* r : {"__interceptor", "__asan", "__sanitizer", "malloc", "calloc", "realloc", "free",
+                            "operator new", "memcpy", "memmove", "memset", "strlen",
+                            "strnlen", "strcpy", "strncpy", "strcmp", "strncmp"})
+        runtime = runtime || line.find(r) != std::string::npos;
+    for (const char* r : {"/libc.so", "/libstdc++", "/libgcc_s"}) runtime = runtime || line.find(r) != std::string::npos;
     if (runtime) continue;
     g_library_fault = line.find("libhdf5") != std::string::npos;
     return;
   }
 }
 
+// Dies like a crashed child. This runs inside ASan's SIGSEGV handler when
+// the report was a SEGV, where SIGSEGV is blocked: unblock it first.
 void child_death() {
   if (g_library_fault) {
     ::signal(SIGSEGV, SIG_DFL);
+    sigset_t segv;
+    sigemptyset(&segv);
+    sigaddset(&segv, SIGSEGV);
+    ::pthread_sigmask(SIG_UNBLOCK, &segv, nullptr);
     ::raise(SIGSEGV);
   }
   ::_exit(kSanitizerExit);
 }
+// A fatal signal without a sanitizer report (any SIGABRT; every signal in a
+// build without ASan, whose own handlers would otherwise report it) is
+// classified by the first stack frame outside the C and C++ runtimes.
+bool runtime_object(const char* path) {
+  for (const char* r : {"/libc.so", "/libc-", "/libstdc++", "/libgcc_s", "/ld-linux", "/libm.so", "/libpthread"})
+    if (std::strstr(path, r)) return true;
+  return false;
+}
+void on_fatal_signal(int sig) {
+  void* frames[64];
+  const int n = ::backtrace(frames, 64);
+  for (int i = 1; i < n; ++i) {
+    Dl_info info{};
+    if (!::dladdr(frames[i], &info) || !info.dli_fname) continue;
+    if (runtime_object(info.dli_fname)) continue;
+    g_library_fault = std::strstr(info.dli_fname, "libhdf5") != nullptr;
+    break;
+  }
+  if (!g_library_fault) {
+    std::fprintf(stderr, "fuzz_fixture: signal %d in touchstone's own code:\n", sig);
+    ::backtrace_symbols_fd(frames, n, 2);
+  }
+  child_death();
+}
 void in_child() {
+#ifdef TS_FUZZ_ASAN
   __asan_set_error_report_callback(classify_report);
+  const std::initializer_list<int> own = {SIGABRT};
+#else
+  const std::initializer_list<int> own = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+#endif
   __sanitizer_set_death_callback(child_death);
+  for (int sig : own) {
+    struct sigaction sa {};
+    sa.sa_handler = on_fatal_signal;
+    sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+    ::sigaction(sig, &sa, nullptr);
+  }
+}
+
+// The product's child caps its address space so that a corrupt size fails an
+// allocation; the worker does the same (ASan reserves terabytes of shadow
+// up front and refuses huge allocations itself).
+void limit_worker_memory() {
+#ifndef TS_FUZZ_ASAN
+  std::ifstream statm("/proc/self/statm");
+  unsigned long long pages = 0;
+  if (!(statm >> pages)) return;
+  const unsigned long long budget = pages * static_cast<unsigned long long>(::sysconf(_SC_PAGESIZE)) + (4ull << 30);
+  struct rlimit lim {budget, budget};
+  ::setrlimit(RLIMIT_AS, &lim);
+#endif
 }
 
 struct Scratch {
@@ -75,28 +157,124 @@ struct Scratch {
   }
   ~Scratch() { std::remove(path.c_str()); }
 };
+
+ts::LoadOptions load_options() {
+  ts::LoadOptions opts;
+  opts.load_block = true;
+  return opts;
+}
+
+// A valid input reads in a few milliseconds (tens under ASan); libhdf5's
+// endless loop on a corrupt global heap (H5HG deserialisation) meets about
+// one mutated input in twenty, so the limit is short: a slow valid read
+// taken for a loop costs only a new worker. TS_FUZZ_WORKER_TIMEOUT_S sets it.
+double worker_timeout_s() {
+  const char* v = std::getenv("TS_FUZZ_WORKER_TIMEOUT_S");
+  const double s = v ? std::atof(v) : 0.0;
+#ifdef TS_FUZZ_ASAN
+  return s > 0 ? s : 0.5;
+#else
+  return s > 0 ? s : 0.05;
+#endif
+}
+
+bool names_sanitizer_exit(const std::string& what) {
+  return what.find("exit status " + std::to_string(kSanitizerExit)) != std::string::npos;
+}
+
+struct Tally {
+  long inputs = 0, library_crashes = 0, hangs = 0, confirmed = 0, not_reproduced = 0;
+  std::map<std::string, long> deaths;
+  ~Tally() {
+    std::fprintf(stderr,
+                 "fuzz_fixture: %ld inputs in the worker; libhdf5 crashed it %ld times and hung it %ld times; "
+                 "%ld of those inputs given to the product's isolated read, all InputErrors but %ld that "
+                 "passed there\n",
+                 inputs, library_crashes, hangs, confirmed, not_reproduced);
+    for (const auto& [how, n] : deaths) std::fprintf(stderr, "fuzz_fixture: worker deaths by %s: %ld\n", how.c_str(), n);
+  }
+};
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   ::pthread_atfork(nullptr, nullptr, in_child);
-  // A stuck libhdf5 is stopped well inside libFuzzer's -timeout.
-  ::setenv("TOUCHSTONE_READ_STALL_S", "1", 0);
+  // The product's isolated read stops a stuck libhdf5 well inside
+  // libFuzzer's -timeout; so does the worker's own limit.
+  ::setenv("TOUCHSTONE_READ_STALL_S", "0.5", 0);
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const Scratch scratch;
+  static Tally tally;
   const std::string& path = scratch.path;
+  static ts::fuzz::PersistentWorker worker(
+      []() -> std::pair<char, std::string> {
+        static const bool once = [] {
+          ts::set_isolated_reads(false);
+          limit_worker_memory();
+          return true;
+        }();
+        (void)once;
+        try {
+          (void)ts::validate_fixture(scratch.path, load_options());
+          return {'0', ""};
+        } catch (const ts::InputError& e) {
+          return {'I', e.what()};
+        } catch (const std::bad_alloc&) {
+          return {'M', ""};
+        } catch (const std::exception& e) {
+          return {'X', e.what()};
+        }
+      },
+      worker_timeout_s());
   {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   }
+  ++tally.inputs;
+  switch (worker.run()) {
+    case ts::fuzz::PersistentWorker::Outcome::kDone:
+      if (worker.status() == 'X') {
+        std::fprintf(stderr, "fuzz_fixture: not an InputError: %s\n", worker.message().c_str());
+        std::abort();
+      }
+      return 0;
+    case ts::fuzz::PersistentWorker::Outcome::kDied: {
+      // Any other death is libhdf5's crash or an allocation past libFuzzer's
+      // -malloc_limit_mb, which the product's child meets as a memory limit.
+      const int st = worker.wait_status();
+      if (WIFEXITED(st) && WEXITSTATUS(st) == kSanitizerExit) {
+        std::fprintf(stderr, "fuzz_fixture: a sanitizer report in the worker (above)\n");
+        std::abort();
+      }
+      ++tally.library_crashes;
+      ++tally.deaths[WIFSIGNALED(st) ? "signal " + std::to_string(WTERMSIG(st))
+                                      : "exit " + std::to_string(WEXITSTATUS(st))];
+      break;
+    }
+    case ts::fuzz::PersistentWorker::Outcome::kHung:
+      ++tally.hangs;
+      // For triage: which libhdf5 loop (or slow read) this was.
+      if (const char* dir = std::getenv("TS_FUZZ_HANG_DIR")) {
+        std::ofstream keep(std::string(dir) + "/hang-" + std::to_string(tally.hangs) + ".h5", std::ios::binary);
+        keep.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+      }
+      break;
+  }
+  // libhdf5 crashed or looped on this input: the product must turn it into
+  // one InputError through its isolated read. That costs a fork of this large
+  // process and, for a loop, the product's stall limit, so after the first
+  // ones a sample is checked (the product's side has its own tests).
+  const long events = tally.library_crashes + tally.hangs;
+  if (events > 50 && events % 50 != 0) return 0;
+  ++tally.confirmed;
   try {
-    ts::LoadOptions opts;
-    opts.load_block = true;
-    (void)ts::validate_fixture(path, opts);
+    ts::set_isolated_reads(true);
+    (void)ts::validate_fixture(path, load_options());
+    ++tally.not_reproduced;
   } catch (const ts::InputError& e) {
-    if (std::string(e.what()).find("exit status " + std::to_string(kSanitizerExit)) != std::string::npos) {
+    if (names_sanitizer_exit(e.what())) {
       std::fprintf(stderr, "fuzz_fixture: a sanitizer report in the isolated read: %s\n", e.what());
       std::abort();
     }
