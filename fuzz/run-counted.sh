@@ -5,6 +5,7 @@
 # The counts that fuzz/README.md records come from this script.
 # usage: fuzz/run-counted.sh BUILD_DIR SECONDS WORKERS OUT_DIR [TARGET ...]
 #   (BUILD_DIR configured with -DTOUCHSTONE_FUZZ=ON; default targets: all four)
+#   env: TOUCHSTONE, the CLI that writes fuzz_fixture's seeds (default BUILD_DIR/touchstone)
 # exit: 0 no crash; 1 a target crashed or failed to run (its log's tail is printed).
 set -uo pipefail
 build=${1:?usage: run-counted.sh BUILD_DIR SECONDS WORKERS OUT_DIR [TARGET ...]}
@@ -24,7 +25,7 @@ for t in "${targets[@]}"; do
   seeds="$here/corpus/$t"
   if [ ! -d "$seeds" ]; then
     seeds="$out/seeds_$t"
-    "$here/make_fixture_seeds.sh" "$build/touchstone" "$seeds" > /dev/null || { echo "fuzz_$t: no seeds"; rc=1; continue; }
+    "$here/make_fixture_seeds.sh" "${TOUCHSTONE:-$build/touchstone}" "$seeds" > /dev/null || { echo "fuzz_$t: no seeds"; rc=1; continue; }
   fi
   # HDF5 keeps process-lifetime allocations (free lists), so libFuzzer's leak
   # check would re-run most fixture inputs; the JSON targets keep it.
