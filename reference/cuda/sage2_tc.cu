@@ -15,15 +15,16 @@
 //     order-dependent float step, runs in one thread per row in key order.
 // The file builds with -fmad=false, as the host builds with -ffp-contract=off.
 //
-// Geometry: one block of 8 warps owns 64 queries of one head (the host's query
+// Geometry: one block of 16 warps owns 64 queries of one head (the host's query
 // tiles of blkq rows only group work: each row's arithmetic is independent of
 // them). K streams through shared memory in key blocks of key_block keys (the
 // online-softmax unit), V in 32-key chunks (the P·V unit), both by cp.async one
-// step ahead. Per key block: scores (each warp 16 rows x key_block/2 keys),
-// softmax (each warp 8 rows, 4 lanes per row), then per chunk the P·V sums (each
-// warp 32 rows x D/4 columns) folded into the running output, which stays in
-// registers. Shared-memory fragment reads are free of bank conflicts (padded
-// INT8 rows, swizzled float64 tiles).
+// step ahead. Per key block: scores (each warp 16 rows x key_block/4 keys),
+// softmax (each warp 4 rows, 8 lanes per row), then per chunk the P·V sums (each
+// warp 16 rows x D/4 columns) folded into the running output, which stays in
+// registers (at most 128 a thread: one block of 512 threads per SM). Shared-memory
+// fragment reads are free of bank conflicts (padded INT8 rows, swizzled float64
+// tiles).
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -38,7 +39,7 @@
 namespace ts::cuda {
 namespace {
 
-constexpr int kBQ = 64, kThreads = 256;
+constexpr int kBQ = 64, kThreads = 512;
 constexpr int kChunk = static_cast<int>(sage2::kPvChunk);
 static_assert(kChunk == 32, "two m16n8k16 steps per P·V chunk");
 
@@ -46,7 +47,7 @@ static_assert(kChunk == 32, "two m16n8k16 steps per P·V chunk");
 template <int D, int KB>
 struct Smem {
   static constexpr int kRowB = D + 16;  // INT8 row stride: 4g + c distinct banks for any D here
-  static constexpr int kSW = KB + 4;    // score row stride (floats): 4 rows x 4 lanes, distinct banks
+  static constexpr int kSW = KB + 8;    // score row stride (floats): 4 rows x 8 lanes, distinct banks
   static constexpr size_t q = 0;
   static constexpr size_t k = q + static_cast<size_t>(kBQ) * kRowB;
   static constexpr size_t s = k + static_cast<size_t>(KB) * kRowB;
@@ -101,8 +102,7 @@ __global__ void __launch_bounds__(kThreads, 1) sage2_tc_kernel(Sage2TcArgs a) {
   using L = Smem<D, KB>;
   constexpr int kRowB = L::kRowB, kSW = L::kSW;
   constexpr int NF = D / 32;  // 8-column output fragments per warp
-  constexpr int NQ = KB / 16; // 8-key score fragments per warp
-  constexpr int NH = NF > 1 ? NF / 2 : 1, NP = NF / NH;  // P·V column passes
+  constexpr int NQ = KB / 32; // 8-key score fragments per warp
   static_assert(kChunk * (D / 2) % kThreads == 0, "whole rounds of V pieces");
   extern __shared__ __align__(16) unsigned char smem[];
   int8_t* Qs = reinterpret_cast<int8_t*>(smem + L::q);
@@ -133,18 +133,16 @@ __global__ void __launch_bounds__(kThreads, 1) sage2_tc_kernel(Sage2TcArgs a) {
   load_v_chunk<D>(Vs, vh, 0, S);
   tc::cp_async_commit();
 
-  const int qm = (warp & 3) * 16, qn = (warp >> 2) * (KB / 2);  // scores: 16 rows x KB/2 keys
-  const int sr = warp * 8 + g;                                   // softmax: row sr, keys c, c + 4, ...
-  const int wr = (warp & 1) * 32, wd = (warp >> 1) * (D / 4);    // P·V: 32 rows x D/4 columns
+  const int qm = (warp & 3) * 16, qn = (warp >> 2) * (KB / 4);  // scores: 16 rows x KB/4 keys
+  const int sr = warp * 4 + (lane >> 3), part = lane & 7;        // softmax: row sr, keys part, part + 8, ...
+  const int wr = (warp & 3) * 16, wd = (warp >> 2) * (D / 4);    // P·V: 16 rows x D/4 columns
   // Running output and this key block's sum (fp32+fp32: float32; fp32+fp16: fp16 values), element
-  // [mi][nj][v] at row wr + 16 mi + g + 8 (v >> 1), column wd + 8 nj + 2 c + (v & 1).
-  float acc[2][NF][4], blk[2][NF][4];
+  // [nj][v] at row wr + g + 8 (v >> 1), column wd + 8 nj + 2 c + (v & 1).
+  float acc[NF][4], blk[NF][4];
 #pragma unroll
-  for (int mi = 0; mi < 2; ++mi)
+  for (int nj = 0; nj < NF; ++nj)
 #pragma unroll
-    for (int nj = 0; nj < NF; ++nj)
-#pragma unroll
-      for (int v = 0; v < 4; ++v) acc[mi][nj][v] = blk[mi][nj][v] = 0.0f;
+    for (int v = 0; v < 4; ++v) acc[nj][v] = blk[nj][v] = 0.0f;
 
   const long long key_blocks = (S + KB - 1) / KB, chunks = (S + kChunk - 1) / kChunk;
   for (long long t = 0; t < key_blocks; ++t) {
@@ -183,19 +181,20 @@ __global__ void __launch_bounds__(kThreads, 1) sage2_tc_kernel(Sage2TcArgs a) {
     if (t + 1 < key_blocks) load_codes<D>(Ks, kh, k0 + KB, KB, S);
     tc::cp_async_commit();
 
-    // Online softmax (sage2::softmax_step spread over 4 lanes per row).
+    // Online softmax (sage2::softmax_step spread over 8 lanes per row).
     {
       float* row = Ss + sr * kSW;
       const bool live = sr < nr;
       float mx = -INFINITY;
-      for (int j = c; j < nk; j += 4) mx = fmaxf(mx, row[j]);
+      for (int j = part; j < nk; j += 8) mx = fmaxf(mx, row[j]);
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
       const float m_old = m_s[sr];
       const float m_new = sage2::softmax_new_max(m_old, mx);
       double* prow = Ps + sr * KB;
 #pragma unroll 2
-      for (int j = c; j < KB; j += 4) {
+      for (int j = part; j < KB; j += 8) {
         double p8 = 0.0;  // keys past the end weigh nothing
         if (live && j < nk) {
           const float pj = sage2::softmax_p(row[j], m_new);
@@ -205,10 +204,11 @@ __global__ void __launch_bounds__(kThreads, 1) sage2_tc_kernel(Sage2TcArgs a) {
         prow[tc::swz_rows(sr, j)] = p8;
       }
       __syncwarp();
-      if (c == 0 && live) {
-        float lsum = 0.0f;
-        for (int j = 0; j < nk; ++j) lsum += row[j];  // key order, as the host
+      if (part == 0 && live) {
         const float oscale = sage2::exp2f_det(m_old - m_new);
+        float lsum = 0.0f;
+#pragma unroll 8
+        for (int j = 0; j < nk; ++j) lsum += row[j];  // key order, as the host
         den_s[sr] = den_s[sr] * oscale + lsum;
         m_s[sr] = m_new;
         osc_s[sr] = oscale;
@@ -225,94 +225,75 @@ __global__ void __launch_bounds__(kThreads, 1) sage2_tc_kernel(Sage2TcArgs a) {
       tc::cp_async_commit();
       if (ci == 0) {
 #pragma unroll
-        for (int mi = 0; mi < 2; ++mi)
+        for (int v = 0; v < 4; ++v) {
+          const float osc = osc_s[wr + g + 8 * (v >> 1)];
 #pragma unroll
-          for (int v = 0; v < 4; ++v) {
-            const float osc = osc_s[wr + 16 * mi + g + 8 * (v >> 1)];
-#pragma unroll
-            for (int nj = 0; nj < NF; ++nj) {
-              if (a.accum == 0) acc[mi][nj][v] = acc[mi][nj][v] * osc;
-              else blk[mi][nj][v] = 0.0f;
-            }
-          }
-      }
-      const double* Vc = Vs + (chunk & 1) * kChunk * D;
-      // The columns in NP passes of NH fragments: fewer live registers (the A fragments are
-      // read again per pass, from shared memory).
-#pragma unroll
-      for (int pass = 0; pass < NP; ++pass) {
-        double o[2][NH][4];
-#pragma unroll
-        for (int mi = 0; mi < 2; ++mi)
-#pragma unroll
-          for (int n = 0; n < NH; ++n)
-#pragma unroll
-            for (int v = 0; v < 4; ++v) o[mi][n][v] = 0.0;
-#pragma unroll
-        for (int kk = 0; kk < kChunk; kk += 16) {
-          double af[2][8];
-#pragma unroll
-          for (int mi = 0; mi < 2; ++mi) tc::load_a(af[mi], Ps, KB, wr + 16 * mi, ci * kChunk + kk, g, c);
-#pragma unroll
-          for (int n = 0; n < NH; ++n) {
-            const int nj = pass * NH + n;
-            double b[4];
-#pragma unroll
-            for (int x = 0; x < 4; ++x) {
-              const int key = kk + c + 4 * x;  // B[k][n] = V[key][d]
-              b[x] = Vc[key * D + tc::swz_keys(key, wd + 8 * nj + g)];
-            }
-            tc::dmma(o[0][n], af[0], b);
-            tc::dmma(o[1][n], af[1], b);
+          for (int nj = 0; nj < NF; ++nj) {
+            if (a.accum == 0) acc[nj][v] = acc[nj][v] * osc;
+            else blk[nj][v] = 0.0f;
           }
         }
-#pragma unroll
-        for (int mi = 0; mi < 2; ++mi)
-#pragma unroll
-          for (int n = 0; n < NH; ++n)
-#pragma unroll
-            for (int v = 0; v < 4; ++v) {
-              const int nj = pass * NH + n;
-              const double cs = o[mi][n][v];  // the exact chunk sum
-              if (a.accum == 0) acc[mi][nj][v] = sage2::f32_of_sum(acc[mi][nj][v], cs);
-              else if (a.accum == 1) blk[mi][nj][v] = sage2::f32_of_sum(blk[mi][nj][v], cs);
-              else blk[mi][nj][v] = sage2::fp16_of_double(static_cast<double>(blk[mi][nj][v]) + cs);
-            }
       }
+      const double* Vc = Vs + (chunk & 1) * kChunk * D;
+      double o[NF][4];
+#pragma unroll
+      for (int nj = 0; nj < NF; ++nj)
+#pragma unroll
+        for (int v = 0; v < 4; ++v) o[nj][v] = 0.0;
+#pragma unroll
+      for (int kk = 0; kk < kChunk; kk += 16) {
+        double af[8];
+        tc::load_a(af, Ps, KB, wr, ci * kChunk + kk, g, c);
+#pragma unroll
+        for (int nj = 0; nj < NF; ++nj) {
+          double b[4];
+#pragma unroll
+          for (int x = 0; x < 4; ++x) {
+            const int key = kk + c + 4 * x;  // B[k][n] = V[key][d]
+            b[x] = Vc[key * D + tc::swz_keys(key, wd + 8 * nj + g)];
+          }
+          tc::dmma(o[nj], af, b);
+        }
+      }
+#pragma unroll
+      for (int nj = 0; nj < NF; ++nj)
+#pragma unroll
+        for (int v = 0; v < 4; ++v) {
+          const double cs = o[nj][v];  // the exact chunk sum
+          if (a.accum == 0) acc[nj][v] = sage2::f32_of_sum(acc[nj][v], cs);
+          else if (a.accum == 1) blk[nj][v] = sage2::f32_of_sum(blk[nj][v], cs);
+          else blk[nj][v] = sage2::fp16_of_double(static_cast<double>(blk[nj][v]) + cs);
+        }
     }
     if (a.accum != 0) {
 #pragma unroll
-      for (int mi = 0; mi < 2; ++mi)
+      for (int v = 0; v < 4; ++v) {
+        const float osc = osc_s[wr + g + 8 * (v >> 1)];
 #pragma unroll
-        for (int v = 0; v < 4; ++v) {
-          const float osc = osc_s[wr + 16 * mi + g + 8 * (v >> 1)];
-#pragma unroll
-          for (int nj = 0; nj < NF; ++nj) acc[mi][nj][v] = acc[mi][nj][v] * osc + blk[mi][nj][v];
-        }
+        for (int nj = 0; nj < NF; ++nj) acc[nj][v] = acc[nj][v] * osc + blk[nj][v];
+      }
     }
   }
 
   // Finish: O = acc * (1/denominator) * v_scale[channel], float32.
 #pragma unroll
-  for (int mi = 0; mi < 2; ++mi)
+  for (int hh = 0; hh < 2; ++hh) {
+    const int r = wr + g + 8 * hh;
+    if (r >= nr) continue;
+    const float den = den_s[r];
 #pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      const int r = wr + 16 * mi + g + 8 * hh;
-      if (r >= nr) continue;
-      const float den = den_s[r];
-#pragma unroll
-      for (int nj = 0; nj < NF; ++nj) {
-        const int d = wd + 8 * nj + 2 * c;
-        float2 o2;
-        o2.x = sage2::normalize(acc[mi][nj][2 * hh], den);
-        o2.y = sage2::normalize(acc[mi][nj][2 * hh + 1], den);
-        if (a.vs) {
-          o2.x = o2.x * a.vs[h * D + d];
-          o2.y = o2.y * a.vs[h * D + d + 1];
-        }
-        *reinterpret_cast<float2*>(a.out + ((r0 + r) * a.H + h) * D + d) = o2;
+    for (int nj = 0; nj < NF; ++nj) {
+      const int d = wd + 8 * nj + 2 * c;
+      float2 o2;
+      o2.x = sage2::normalize(acc[nj][2 * hh], den);
+      o2.y = sage2::normalize(acc[nj][2 * hh + 1], den);
+      if (a.vs) {
+        o2.x = o2.x * a.vs[h * D + d];
+        o2.y = o2.y * a.vs[h * D + d + 1];
       }
+      *reinterpret_cast<float2*>(a.out + ((r0 + r) * a.H + h) * D + d) = o2;
     }
+  }
 #endif  // TS_SAGE2_TC_ARCH
 }
 
