@@ -26,6 +26,12 @@ inline constexpr int64_t kPvChunk = 32;
 // difference (ex2.approx has a relative error of about 2^-22).
 TS_HD inline float exp2f_det(float x) { return static_cast<float>(detmath::exp2(static_cast<double>(x))); }
 
+// The pieces of softmax_step that the tensor-core mirror (reference/cuda/sage2_tc.cu)
+// spreads over threads: the new running max from the old one and the key block's
+// maximum score, and one key's P = exp2(s - m_new) before FP8 rounding.
+TS_HD inline float softmax_new_max(float m, float rowmax) { return std::max(m, rowmax - kFp8Offset); }
+TS_HD inline float softmax_p(float s, float m_new) { return exp2f_det(s - m_new); }
+
 // One row's online-softmax step over a key block of nk scores s (steps 4-5):
 // updates the running max m and the denominator den (summing the float32 P
 // before FP8 rounding, in key order), writes P to p (E4M3-rounded when
@@ -34,12 +40,12 @@ TS_HD inline float exp2f_det(float x) { return static_cast<float>(detmath::exp2(
 TS_HD inline float softmax_step(const float* s, float* p, int64_t nk, float& m, float& den, bool round_p) {
   float rowmax = -std::numeric_limits<float>::infinity();
   for (int64_t j = 0; j < nk; ++j) rowmax = std::max(rowmax, s[j]);
-  const float m_new = std::max(m, rowmax - kFp8Offset);
+  const float m_new = softmax_new_max(m, rowmax);
   const float oscale = exp2f_det(m - m_new);
   m = m_new;
   float lsum = 0.0f;
   for (int64_t j = 0; j < nk; ++j) {
-    const float pj = exp2f_det(s[j] - m_new);
+    const float pj = softmax_p(s[j], m_new);
     lsum += pj;
     p[j] = round_p ? num::e4m3_round(pj) : pj;
   }

@@ -1,7 +1,8 @@
-// The sage2 emulation's O(S²) part on the device (see attention_sage2.hpp).
-// It follows reference/attention_sage2.cpp step for step with the same
-// functions (reference/sage2_arith.hpp, numerics/convert.hpp), built with
-// -fmad=false, so it gives the host's bits:
+// The sage2 emulation's O(S²) part on the device (see attention_sage2.hpp): the
+// dispatcher and the simt kernel (kernel=simt); the tensor-core kernel is
+// sage2_tc.cu. The simt kernel follows reference/attention_sage2.cpp step for
+// step with the same functions (reference/sage2_arith.hpp,
+// numerics/convert.hpp), built with -fmad=false, so it gives the host's bits:
 //   - scores are exact int32 dot products (dp4a), then the same two float32
 //     multiplications;
 //   - each row's softmax runs in one thread, keys in order, as on the host;
@@ -11,10 +12,12 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 
 #include "reference/cuda/device_buffer.cuh"
 #include "reference/cuda/sage2_kernel.hpp"
+#include "reference/cuda/sage2_tc.cuh"
 #include "reference/numerics/convert.hpp"
 #include "reference/sage2_arith.hpp"
 
@@ -110,17 +113,57 @@ __global__ void sage2_tile_kernel(Args a) {
   }
 }
 
+// The decoded E4M3 V widened to float64 (exact), the tc kernel's P·V operand.
+__global__ void widen_kernel(const float* in, double* out, long long n) {
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x)
+    out[i] = static_cast<double>(in[i]);
+}
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// CUDA events around what `body` launches.
+template <class F>
+cudaError_t timed(F body, double* ms_out) {
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  cudaEventRecord(start);
+  cudaError_t e = body();
+  cudaEventRecord(stop);
+  if (e == cudaSuccess) e = cudaEventSynchronize(stop);
+  float ms = 0;
+  if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, start, stop);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  *ms_out = ms;
+  return e;
+}
+
 }  // namespace
+
+const char* sage2_kernel_name(Sage2Kernel k) {
+  return k == Sage2Kernel::tc ? "tc" : k == Sage2Kernel::simt ? "simt" : "auto";
+}
 
 long long sage2_shared_bytes(int blkq, int key_block) {
   return (static_cast<long long>(blkq) * key_block + 3LL * blkq) * static_cast<long long>(sizeof(float));
 }
 
-std::string sage2_attention_device(const Sage2DeviceProblem& p, float* out, double* device_ms) {
+std::string sage2_attention_device(const Sage2DeviceProblem& p, Sage2Kernel kernel, float* out, Sage2Timing* t) {
+  if (kernel == Sage2Kernel::automatic)
+    kernel = sage2_tc_unsupported(p.H, static_cast<int>(p.D), p.key_block).empty() ? Sage2Kernel::tc
+                                                                                    : Sage2Kernel::simt;
+  const bool tc = kernel == Sage2Kernel::tc;
+  const auto t0 = Clock::now();
   const size_t n = static_cast<size_t>(p.S * p.H * p.D), nt = static_cast<size_t>(p.H * p.S);
   DeviceBuffer<int8_t> q8(n), k8(n);
-  DeviceBuffer<float> qs(nt), ks(nt), v(n), vs(static_cast<size_t>(p.H * p.D)), acc(n), dout(n);
-  for (cudaError_t e : {q8.err, k8.err, qs.err, ks.err, v.err, vs.err, acc.err, dout.err})
+  DeviceBuffer<float> qs(nt), ks(nt), v(n), vs(static_cast<size_t>(p.H * p.D)), acc(tc ? 0 : n), dout(n);
+  DeviceBuffer<double> vd(tc ? n : 0);
+  for (cudaError_t e : {q8.err, k8.err, qs.err, ks.err, v.err, vs.err, acc.err, dout.err, vd.err})
     if (e != cudaSuccess) return cuda_failure("cudaMalloc", e);
   cudaError_t e;
   struct Copy { void* dst; const void* src; size_t bytes; const char* what; };
@@ -129,31 +172,60 @@ std::string sage2_attention_device(const Sage2DeviceProblem& p, float* out, doub
                         Copy{ks.p, p.k_scale_tok, nt * 4, "copy k scales"}, Copy{v.p, p.v, n * 4, "copy v"},
                         Copy{vs.p, p.v_scale, static_cast<size_t>(p.H * p.D) * 4, "copy v scales"}})
     if ((e = cudaMemcpy(c.dst, c.src, c.bytes, cudaMemcpyHostToDevice)) != cudaSuccess) return cuda_failure(c.what, e);
-  if ((e = cudaMemset(acc.p, 0, n * 4)) != cudaSuccess) return cuda_failure("zero acc", e);
+  if (!tc && (e = cudaMemset(acc.p, 0, n * 4)) != cudaSuccess) return cuda_failure("zero acc", e);
   // Poison the output so a kernel that writes nothing cannot pass.
   if ((e = cudaMemset(dout.p, 0xFF, n * 4)) != cudaSuccess) return cuda_failure("poison output", e);
-  const long long smem = sage2_shared_bytes(p.blkq, p.key_block);
-  if ((e = cudaFuncSetAttribute(sage2_tile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                static_cast<int>(smem))) != cudaSuccess)
-    return cuda_failure("shared memory size", e);
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  const Args args{p.S, p.H, p.D, p.blkq, p.key_block, p.accum, p.sm_scale, q8.p, k8.p,
-                  qs.p, ks.p, v.p, vs.p, acc.p, dout.p};
-  const dim3 grid(static_cast<unsigned>((p.S + p.blkq - 1) / p.blkq), static_cast<unsigned>(p.H));
-  cudaEventRecord(start);
-  sage2_tile_kernel<<<grid, kThreads, static_cast<size_t>(smem)>>>(args);
-  e = cudaGetLastError();
-  cudaEventRecord(stop);
-  if (e == cudaSuccess) e = cudaEventSynchronize(stop);
-  float ms = 0;
-  if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, start, stop);
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  if (e != cudaSuccess) return cuda_failure("sage2 kernel", e);
-  if (device_ms) *device_ms = ms;
+  if (!tc) {
+    const long long smem = sage2_shared_bytes(p.blkq, p.key_block);
+    if ((e = cudaFuncSetAttribute(sage2_tile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(smem))) != cudaSuccess)
+      return cuda_failure("shared memory size", e);
+  }
+  if ((e = cudaDeviceSynchronize()) != cudaSuccess) return cuda_failure("upload", e);
+  if (t) t->upload_ms = ms_since(t0);
+  double ms = 0;
+  if (tc) {
+    Sage2TcArgs a;
+    a.S = p.S;
+    a.H = static_cast<int>(p.H);
+    a.D = static_cast<int>(p.D);
+    a.key_block = p.key_block;
+    a.accum = p.accum;
+    a.sm_scale = p.sm_scale;
+    a.q8 = q8.p;
+    a.k8 = k8.p;
+    a.qs = qs.p;
+    a.ks = ks.p;
+    a.v = vd.p;
+    a.vs = vs.p;
+    a.out = dout.p;
+    e = timed(
+        [&] {
+          widen_kernel<<<1024, 256>>>(v.p, vd.p, static_cast<long long>(n));
+          const cudaError_t w = cudaGetLastError();
+          return w != cudaSuccess ? w : sage2_tc_launch(a);
+        },
+        &ms);
+  } else {
+    const Args args{p.S, p.H, p.D, p.blkq, p.key_block, p.accum, p.sm_scale, q8.p, k8.p,
+                    qs.p, ks.p, v.p, vs.p, acc.p, dout.p};
+    const dim3 grid(static_cast<unsigned>((p.S + p.blkq - 1) / p.blkq), static_cast<unsigned>(p.H));
+    const long long smem = sage2_shared_bytes(p.blkq, p.key_block);
+    e = timed(
+        [&] {
+          sage2_tile_kernel<<<grid, kThreads, static_cast<size_t>(smem)>>>(args);
+          return cudaGetLastError();
+        },
+        &ms);
+  }
+  if (e != cudaSuccess) return cuda_failure(tc ? "sage2 tc kernel" : "sage2 simt kernel", e);
+  const auto t1 = Clock::now();
   if ((e = cudaMemcpy(out, dout.p, n * 4, cudaMemcpyDeviceToHost)) != cudaSuccess) return cuda_failure("copy out", e);
+  if (t) {
+    t->device_ms = ms;
+    t->download_ms = ms_since(t1);
+    t->kernel = kernel;
+  }
   return {};
 }
 

@@ -19,6 +19,7 @@
 
 #include "reference/cuda/exact_flash.cuh"
 #include "reference/cuda/exact_kernel.hpp"
+#include "reference/cuda/tensor_core.cuh"
 
 namespace ts::cuda {
 namespace {
@@ -43,21 +44,15 @@ static_assert(smem_bytes<128>() <= 227 * 1024, "a compute capability 9.0 block m
 // Q, K and P tiles are [row][width] with each row's 4-column groups XOR-ed by row & 7:
 // a fragment reads 8 rows x 4 columns, which then fall in distinct banks per half warp
 // (and so do the softmax's 4 rows x 4 interleaved columns), with no padding, which the
-// 227 KiB of shared memory has no room for.
-__device__ __forceinline__ int swz_qk(int row, int col) { return col ^ ((row & 7) << 2); }
-// The V tile is [key][D] read as 4 keys x 8 columns: XOR by key & 3.
-__device__ __forceinline__ int swz_v(int row, int col) { return col ^ ((row & 3) << 2); }
-
-__device__ __forceinline__ void cp_async16(double* dst, const double* src, bool valid) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  // src-size 0 writes zeros: rows past the sequence end are zero, never garbage (0 · NaN).
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(valid ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait_all_but_one() {
-  asm volatile("cp.async.wait_group 1;\n" ::: "memory");
-}
+// 227 KiB of shared memory has no room for. The V tile is [key][D] read as 4 keys x 8
+// columns: XOR by key & 3 (tensor_core.cuh).
+__device__ __forceinline__ int swz_qk(int row, int col) { return tc::swz_rows(row, col); }
+__device__ __forceinline__ int swz_v(int row, int col) { return tc::swz_keys(row, col); }
+using tc::cp_async16;
+using tc::cp_async_commit;
+using tc::cp_async_wait_all_but_one;
+using tc::dmma;
+using tc::load_a;
 
 // rows [row0, row0 + kRows) of one head of a [S, H, D] array into a swizzled tile.
 template <int D, int kRows, bool kV>
@@ -75,27 +70,6 @@ __device__ __forceinline__ void load_tile(double* dst, const double* head, long 
   }
 }
 
-// c (16 x 8) += a (16 x 16) b (16 x 8) on the float64 tensor cores, the compute capability 9.0 shape (the
-// compute capability 8.0 m8n8k4 ran this kernel at a third of the H200's float64 tensor rate). Fragments
-// (lane = 4 g + c): a[v] = A[g + 8 (v & 1)][c + 4 (v >> 1)], b[v] = B[c + 4 v][g],
-// d[v] = D[g + 8 (v >> 1)][2 c + (v & 1)].
-__device__ __forceinline__ void dmma(double (&d)[4], const double (&a)[8], const double (&b)[4]) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5, %6, %7, %8, %9, %10, %11}, "
-      "{%12, %13, %14, %15}, {%0, %1, %2, %3};\n"
-      : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-      : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]), "d"(a[6]), "d"(a[7]), "d"(b[0]),
-        "d"(b[1]), "d"(b[2]), "d"(b[3]));
-}
-
-// The A fragment of rows [row0, row0 + 16) and columns [col0, col0 + 16) of a swz_qk tile.
-__device__ __forceinline__ void load_a(double (&a)[8], const double* tile, int width, int row0, int col0, int g,
-                                       int c) {
-#pragma unroll
-  for (int v = 0; v < 8; ++v) {
-    const int r = row0 + g + 8 * (v & 1);
-    a[v] = tile[r * width + swz_qk(r, col0 + c + 4 * (v >> 1))];
-  }
-}
 #endif  // TS_FLASH_ARCH
 
 template <int D>

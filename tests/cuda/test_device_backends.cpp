@@ -42,7 +42,7 @@ struct DeviceCase {
 
 // exact: float64 everywhere; flash (the default on sm_90+) streams the softmax, gemm
 // materialises it (any device; chunk > 0 picks it): both sum in another order than the host.
-// sage2: the device mirrors the host's steps, bit for bit.
+// sage2: the device mirrors the host's steps, bit for bit, with either kernel (tc, simt).
 // sol: the host routes; int8_qk_pv sums only integer codes in float, so any order is exact;
 // bf16 and int8_qk differ from Eigen's GEMM order (attention_sol.hpp in reference/cuda).
 const DeviceCase kCases[] = {
@@ -60,6 +60,9 @@ const DeviceCase kCases[] = {
      Promise::bits, 0, false, false},
     {"sage2_cuda:preset=sm89,smooth_k=off,blkq=64,warpq=16", "sage2:preset=sm89,smooth_k=off,blkq=64,warpq=16",
      Promise::bits, 0, false, false},
+    // The rows above run kernel=auto (tc on compute capability 9.0+); the simt kernel on the presets too.
+    {"sage2_cuda:preset=sm121,kernel=simt", "sage2:preset=sm121", Promise::bits, 0, false, false},
+    {"sage2_cuda:preset=sm90,kernel=simt", "sage2:preset=sm90", Promise::bits, 0, false, false},
     {"sol_cuda:precision=int8_qk_pv,dump=on", "sol:precision=int8_qk_pv,dump=on", Promise::bits, 0, true, true},
     {"sol_cuda:precision=int8_qk_pv,round_out=off", "sol:precision=int8_qk_pv,round_out=off", Promise::bits, 0,
      false, false},
