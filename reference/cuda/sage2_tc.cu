@@ -342,22 +342,7 @@ std::string sage2_tc_unsupported(long long H, int D, int key_block) {
   if (D != 32 && D != 64 && D != 128) return "head dim " + std::to_string(D) + " (the kernel takes 32, 64 or 128)";
   const size_t bytes = sage2_tc_smem(D, key_block);
   if (bytes == 0) return "key_block " + std::to_string(key_block) + " (the kernel takes 64 or 128)";
-  if (H > 65535) return "more than 65535 heads";
-  int dev = 0, major = 0, optin = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    return std::string("device query failed: ") + cudaGetErrorString(e);
-  }
-  if (major < 9)
-    return "compute capability " + std::to_string(major) +
-           ".x lacks the m16n8k16 float64 tensor-core shape (compute capability 9.0+)";
-  if (static_cast<size_t>(optin) < bytes)
-    return "needs " + std::to_string(bytes) + " bytes of shared memory per block, the device has " +
-           std::to_string(optin);
-  return {};
+  return tc::dmma_kernel_unsupported(H, bytes);
 }
 
 }  // namespace ts::cuda

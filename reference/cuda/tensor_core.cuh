@@ -4,7 +4,30 @@
 // compile them only inside their own architecture guard.
 #include <cuda_runtime.h>
 
+#include <string>
+
 namespace ts::cuda::tc {
+
+// Why this device cannot run a kernel built on dmma() that needs `smem_bytes`
+// of shared memory per block and one block per head ("" when it can).
+inline std::string dmma_kernel_unsupported(long long H, size_t smem_bytes) {
+  if (H > 65535) return "more than 65535 heads";
+  int dev = 0, major = 0, optin = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return std::string("device query failed: ") + cudaGetErrorString(e);
+  }
+  if (major < 9)
+    return "compute capability " + std::to_string(major) +
+           ".x lacks the m16n8k16 float64 tensor-core shape (compute capability 9.0+)";
+  if (static_cast<size_t>(optin) < smem_bytes)
+    return "needs " + std::to_string(smem_bytes) + " bytes of shared memory per block, the device has " +
+           std::to_string(optin);
+  return {};
+}
 
 // 16 bytes global -> shared, asynchronously; src-size 0 writes zeros, so rows
 // past the sequence end are zero, never garbage (0 · NaN).
