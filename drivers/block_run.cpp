@@ -24,7 +24,7 @@ BlockInputs load_block_inputs(const std::string& fixture) {
 BlockRunReport run_block_reference(const std::string& fixture, const std::string& linear,
                                    const std::string& recipe, const std::string& attention_spec,
                                    const std::string& block_backend) {
-  const BlockBackendKind& kind = ts::block_backend(block_backend);
+  const BlockBackendKind kind = ts::block_backend(block_backend);
   if (kind.device) require_device_for(kind.name);
   BlockOptions opts;
   opts.linear = linear_mode_from_name(linear);

@@ -40,7 +40,7 @@ int run(const Opts& o) {
     ts::num::nvfp4_recipe_from_name(o.recipe);
     bo.recipe = o.recipe;
   }
-  const ts::BlockBackendKind& kind = ts::block_backend(o.block_backend);
+  const ts::BlockBackendKind kind = ts::block_backend(o.block_backend);
   if (kind.device) ts::require_device_for(kind.name);
   ts::require_device_for(o.attention);
   auto attention = ts::make_attention_backend(o.attention, {});

@@ -1,5 +1,6 @@
 #include "reference/cuda/block.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <string>
@@ -39,50 +40,86 @@ Buffer alloc(size_t n, bool f64) {
   return b;
 }
 
-// A device copy of n host values: float64, or each converted to float32 by
-// `conv` (the host's own conversion at that point).
-template <class Conv>
-Buffer upload(const double* p, size_t n, bool f64, Conv conv) {
-  Buffer b = alloc(n, f64);
-  if (f64) {
-    check(b.upload(p), "upload");
+// The host side's copies, in chunks through one page-locked staging buffer
+// (from pageable memory the bus runs at a fraction of its speed), converting
+// in parallel on the way.
+class Transfers {
+ public:
+  Transfers() { check(staging_.alloc(kStagingBytes), "staging buffer"); }
+
+  // A device copy of n host values: float64, or each converted to float32 by
+  // `conv` (the host's own conversion at that point).
+  template <class Conv>
+  Buffer upload(const double* p, size_t n, bool f64, Conv conv) {
+    Buffer b = alloc(n, f64);
+    const size_t chunk = kStagingBytes / (f64 ? 8 : 4);
+    for (size_t i0 = 0; i0 < n; i0 += chunk) {
+      const int64_t m = static_cast<int64_t>(std::min(chunk, n - i0));
+      const double* src = p + i0;
+      if (f64) {
+        double* d = static_cast<double*>(staging_.get());
+#pragma omp parallel for schedule(static) if (m > kParallelMin)
+        for (int64_t i = 0; i < m; ++i) d[i] = src[i];
+      } else {
+        float* d = static_cast<float*>(staging_.get());
+#pragma omp parallel for schedule(static) if (m > kParallelMin)
+        for (int64_t i = 0; i < m; ++i) d[i] = conv(src[i]);
+      }
+      check(b.upload_part(i0, static_cast<size_t>(m), staging_.get()), "upload");
+    }
     return b;
   }
-  std::vector<float> f(n);
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) f[static_cast<size_t>(i)] = conv(p[i]);
-  check(b.upload(f.data()), "upload");
-  return b;
-}
-// static_cast<float>: how the host's stages read x, modulation, norm weights.
-Buffer upload_plain(const double* p, size_t n, bool f64) {
-  return upload(p, n, f64, [](double v) { return static_cast<float>(v); });
-}
-// bf16_round_f64: how the host's linears read weights, biases, activations.
-Buffer upload_bf16(const double* p, size_t n) {
-  return upload(p, n, false, [](double v) { return ts::blk::bf16_round_f64(v); });
-}
-
-Tensor download(const Buffer& b, std::vector<int64_t> shape, bool f64) {
-  Tensor t(std::move(shape), f64 ? DType::f64 : DType::bf16);
-  if (static_cast<size_t>(t.numel()) != b.size())
-    throw InternalError("block_cuda: a stage holds " + std::to_string(b.size()) + " values, its shape " +
-                        t.shape_string());
-  if (f64) {
-    check(b.download(t.ptr()), "download");
-    return t;
+  // static_cast<float>: how the host's stages read x, modulation, norm weights.
+  Buffer upload_plain(const double* p, size_t n, bool f64) {
+    return upload(p, n, f64, [](double v) { return static_cast<float>(v); });
   }
-  std::vector<float> f(b.size());
-  check(b.download(f.data()), "download");
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < t.numel(); ++i) t.data[static_cast<size_t>(i)] = f[static_cast<size_t>(i)];
-  return t;
+  // bf16_round_f64: how the host's linears read weights, biases, activations.
+  Buffer upload_bf16(const double* p, size_t n) {
+    return upload(p, n, false, [](double v) { return ts::blk::bf16_round_f64(v); });
+  }
+
+  // b's values into t (allocated, t.numel() of them).
+  void download(const Buffer& b, Tensor& t, bool f64) {
+    if (static_cast<size_t>(t.numel()) != b.size())
+      throw InternalError("block_cuda: a stage holds " + std::to_string(b.size()) + " values, its shape " +
+                          t.shape_string());
+    const size_t n = b.size(), chunk = kStagingBytes / (f64 ? 8 : 4);
+    for (size_t i0 = 0; i0 < n; i0 += chunk) {
+      const int64_t m = static_cast<int64_t>(std::min(chunk, n - i0));
+      check(b.download_part(i0, static_cast<size_t>(m), staging_.get()), "download");
+      double* dst = t.ptr() + i0;
+      if (f64) {
+        const double* d = static_cast<const double*>(staging_.get());
+#pragma omp parallel for schedule(static) if (m > kParallelMin)
+        for (int64_t i = 0; i < m; ++i) dst[i] = d[i];
+      } else {
+        const float* d = static_cast<const float*>(staging_.get());
+#pragma omp parallel for schedule(static) if (m > kParallelMin)
+        for (int64_t i = 0; i < m; ++i) dst[i] = d[i];
+      }
+    }
+  }
+
+ private:
+  static constexpr size_t kStagingBytes = size_t(64) << 20;
+  static constexpr int64_t kParallelMin = 1 << 16;
+  blockdev::Pinned staging_;
+};
+
+// Zero-filled host tensors, allocated in parallel: touching the pages of a
+// block24 run's 40 GB of stage outputs is most of what copying them costs.
+std::vector<Tensor> allocate(const std::vector<std::vector<int64_t>>& shapes, DType dtype) {
+  std::vector<Tensor> out(shapes.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t i = 0; i < static_cast<int64_t>(shapes.size()); ++i)
+    out[static_cast<size_t>(i)] = Tensor(shapes[static_cast<size_t>(i)], dtype);
+  return out;
 }
 
 // y [rows, N] on the device = the linear of x [rows, K] on the device (bf16
 // values in the float modes, as the host's stage inputs are).
 Buffer linear(const Buffer& x, int64_t rows, int64_t K, const Tensor& w, const Tensor* b,
-              const ts::blk::LinearSpec& spec) {
+              const ts::blk::LinearSpec& spec, Transfers& io) {
   if (w.rank() != 2 || w.dim(1) != K)
     throw InputError("linear: weight shape " + w.shape_string() + " does not take " + std::to_string(K) + " inputs");
   const int64_t N = w.dim(0);
@@ -92,13 +129,13 @@ Buffer linear(const Buffer& x, int64_t rows, int64_t K, const Tensor& w, const T
   Buffer y = alloc(static_cast<size_t>(rows * N), f64);
   Buffer bd;
   if (f64) {
-    const Buffer wd = upload_plain(w.ptr(), static_cast<size_t>(N * K), true);
-    if (b) bd = upload_plain(b->ptr(), static_cast<size_t>(N), true);
+    const Buffer wd = io.upload_plain(w.ptr(), static_cast<size_t>(N * K), true);
+    if (b) bd = io.upload_plain(b->ptr(), static_cast<size_t>(N), true);
     check(blockdev::linear_f64(x, rows, K, wd, N, bd, y), "fp64 linear");
     return y;
   }
-  if (b) bd = upload_bf16(b->ptr(), static_cast<size_t>(N));
-  Buffer wd = upload_bf16(w.ptr(), static_cast<size_t>(N * K));
+  if (b) bd = io.upload_bf16(b->ptr(), static_cast<size_t>(N));
+  Buffer wd = io.upload_bf16(w.ptr(), static_cast<size_t>(N * K));
   if (spec.mode == LinearMode::bf16) {
     check(blockdev::linear_bf16(x, rows, K, wd, N, bd, y), "bf16 linear");
     return y;
@@ -134,10 +171,13 @@ Tensor linear_stage(const double* x, int64_t rows, int64_t K, const Tensor& w, c
                     const ts::blk::LinearSpec& spec, std::vector<int64_t> out_shape) {
   require_device();
   const bool f64 = spec.mode == LinearMode::fp64;
-  const Buffer xd = f64 ? upload_plain(x, static_cast<size_t>(rows * K), true) : upload_bf16(x, static_cast<size_t>(rows * K));
-  const Buffer y = linear(xd, rows, K, w, b, spec);
+  Transfers io;
+  const size_t n = static_cast<size_t>(rows * K);
+  const Buffer xd = f64 ? io.upload_plain(x, n, true) : io.upload_bf16(x, n);
+  const Buffer y = linear(xd, rows, K, w, b, spec, io);
   check(blockdev::synchronize(), "linear");
-  Tensor out = download(y, std::move(out_shape), f64);
+  Tensor out(std::move(out_shape), f64 ? DType::f64 : DType::bf16);
+  io.download(y, out, f64);
   return out;
 }
 
@@ -163,8 +203,9 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
 
   // The inputs on the device, read as the host's stages read them.
   const Timer t_in;
-  const Buffer x = upload_plain(in.x.ptr(), static_cast<size_t>(S * M), f64);
-  const Buffer mod = upload_plain(in.modulation.ptr(), static_cast<size_t>(in.modulation.numel()), f64);
+  Transfers io;
+  const Buffer x = io.upload_plain(in.x.ptr(), static_cast<size_t>(S * M), f64);
+  const Buffer mod = io.upload_plain(in.modulation.ptr(), static_cast<size_t>(in.modulation.numel()), f64);
   Buffer mod_row;
   if (!in.modulation_row.empty()) {
     check(mod_row.alloc(static_cast<size_t>(S), 4), "device allocation");
@@ -172,7 +213,7 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
   }
   auto vec = [&](const char* name) {
     const Tensor& t = in.weight(name);
-    return upload_plain(t.ptr(), static_cast<size_t>(t.numel()), f64);
+    return io.upload_plain(t.ptr(), static_cast<size_t>(t.numel()), f64);
   };
   const Buffer norm1_w = vec("norm1_w"), norm2_w = vec("norm2_w"), q_norm = vec("q_norm"), k_norm = vec("k_norm");
   // RoPE's cos and sin per token, axis and frequency: the host's detmath
@@ -188,7 +229,8 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
         detmath::sincos(in.positions.ptr()[s * 3 + ax] * rope.inv_freq()[static_cast<size_t>(i)], &sinv[at],
                         &cosv[at]);
       }
-  const Buffer cosd = upload_plain(cosv.data(), cosv.size(), f64), sind = upload_plain(sinv.data(), sinv.size(), f64);
+  const Buffer cosd = io.upload_plain(cosv.data(), cosv.size(), f64);
+  const Buffer sind = io.upload_plain(sinv.data(), sinv.size(), f64);
   res.transfer_ms += t_in.ms();
 
   using St = BlockStage;
@@ -202,11 +244,18 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
       if (k == N(stage)) return true;
     return false;
   };
-  auto to_host = [&](BlockStage stage) {
-    const std::string name = N(stage);
-    if (st.count(name)) return;
+  // Stages go to the host together (to_host), so that their host tensors are
+  // allocated in parallel; a kept stage stays on the device until then.
+  std::vector<std::string> pending;
+  auto to_host = [&](const std::vector<std::string>& names) {
     const Timer t;
-    st[name] = download(dev.at(name), shapes.at(name), f64);
+    std::vector<std::vector<int64_t>> sh;
+    for (const auto& name : names) sh.push_back(shapes.at(name));
+    std::vector<Tensor> host = allocate(sh, f64 ? DType::f64 : DType::bf16);
+    for (size_t i = 0; i < names.size(); ++i) {
+      io.download(dev.at(names[i]), host[i], f64);
+      st[names[i]] = std::move(host[i]);
+    }
     res.transfer_ms += t.ms();
   };
   auto timed = [&](BlockStage stage, std::vector<int64_t> shape, auto&& fn) {
@@ -217,13 +266,15 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
     res.stage_ms[name] = t.ms();
     dev[name] = std::move(out);
     shapes[name] = std::move(shape);
-    if (wanted(stage)) to_host(stage);
+    if (wanted(stage)) pending.push_back(name);
     progress.advance();
   };
-  // A stage no later stage reads leaves the device, and the host too unless kept.
+  // A stage no later stage reads leaves the device unless it is still to be
+  // copied, and the host unless kept.
   auto done_with = [&](BlockStage stage) {
-    dev.erase(N(stage));
-    if (!wanted(stage)) st.erase(N(stage));
+    const std::string name = N(stage);
+    if (std::find(pending.begin(), pending.end(), name) == pending.end()) dev.erase(name);
+    if (!wanted(stage)) st.erase(name);
   };
   auto elementwise = [&](size_t n, auto&& launch, const char* what) {
     Buffer out = alloc(n, f64);
@@ -242,7 +293,7 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
   });
   done_with(St::norm1);
   timed(St::qkv, {S, 3, H, D}, [&] {
-    return linear(dev.at(N(St::modulate1)), S, M, in.weight("w_qkv"), in.bias("b_qkv"), lin);
+    return linear(dev.at(N(St::modulate1)), S, M, in.weight("w_qkv"), in.bias("b_qkv"), lin, io);
   });
   done_with(St::modulate1);
   const size_t SHD = static_cast<size_t>(S * H * D);
@@ -258,9 +309,9 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
   });
   {
     // The attention backend reads host arrays, as in the host block.
-    to_host(St::qkv);
-    to_host(St::q_rope);
-    to_host(St::k_rope);
+    to_host({N(St::qkv), N(St::q_rope), N(St::k_rope)});
+    for (BlockStage in_stage : {St::qkv, St::q_rope, St::k_rope})
+      pending.erase(std::remove(pending.begin(), pending.end(), N(in_stage)), pending.end());
     const std::string name = N(St::attention);
     const Timer t;
     AttentionProblem p;
@@ -283,7 +334,7 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
       for (double& v : r.out.data) v = ts::blk::bf16_round_f64(v);
       r.out.dtype = DType::bf16;
     }
-    dev[name] = upload_plain(r.out.ptr(), SHD, f64);
+    dev[name] = io.upload_plain(r.out.ptr(), SHD, f64);
     check(blockdev::synchronize(), name);
     res.stage_ms[name] = t.ms();
     shapes[name] = {S, H, D};
@@ -294,7 +345,7 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
   done_with(St::q_rope);
   done_with(St::k_rope);
   timed(St::out_proj, {S, M}, [&] {
-    return linear(dev.at(N(St::attention)), S, H * D, in.weight("w_out"), in.bias("b_out"), lin);
+    return linear(dev.at(N(St::attention)), S, H * D, in.weight("w_out"), in.bias("b_out"), lin, io);
   });
   done_with(St::attention);
   timed(St::residual1, {S, M}, [&] {
@@ -315,7 +366,7 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
   });
   done_with(St::norm2);
   timed(St::fc1, {S, 2 * F}, [&] {
-    return linear(dev.at(N(St::modulate2)), S, M, in.weight("w_fc1"), in.bias("b_fc1"), lin);
+    return linear(dev.at(N(St::modulate2)), S, M, in.weight("w_fc1"), in.bias("b_fc1"), lin, io);
   });
   done_with(St::modulate2);
   timed(St::swiglu, {S, F}, [&] {
@@ -325,7 +376,7 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
   });
   done_with(St::fc1);
   timed(St::fc2, {S, M}, [&] {
-    return linear(dev.at(N(St::swiglu)), S, F, in.weight("w_fc2"), in.bias("b_fc2"), lin);
+    return linear(dev.at(N(St::swiglu)), S, F, in.weight("w_fc2"), in.bias("b_fc2"), lin, io);
   });
   done_with(St::swiglu);
   timed(St::output, {S, M}, [&] {
@@ -336,6 +387,8 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
   });
   done_with(St::residual1);
   done_with(St::fc2);
+  to_host(pending);
+  dev.clear();
   res.total_ms = total.ms();
   return res;
 }

@@ -25,6 +25,9 @@ class Buffer {
   std::string alloc(size_t n, int bytes);
   std::string upload(const void* host);    // n * bytes from the host
   std::string download(void* host) const;  // n * bytes to the host
+  // Elements [at, at + n) from / to the host.
+  std::string upload_part(size_t at, size_t n, const void* host);
+  std::string download_part(size_t at, size_t n, void* host) const;
   void reset();
   bool empty() const { return p_ == nullptr; }
   size_t size() const { return n_; }
@@ -36,6 +39,23 @@ class Buffer {
   void* p_ = nullptr;
   size_t n_ = 0;
   int bytes_ = 0;
+};
+
+// Page-locked host memory: the staging buffer of the host side's copies
+// (copies from pageable memory run at a fraction of the bus's speed).
+class Pinned {
+ public:
+  Pinned() = default;
+  ~Pinned();
+  Pinned(const Pinned&) = delete;
+  Pinned& operator=(const Pinned&) = delete;
+  std::string alloc(size_t bytes);
+  void* get() const { return p_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* p_ = nullptr;
+  size_t bytes_ = 0;
 };
 
 // Waits for the device; the first error of anything launched before.

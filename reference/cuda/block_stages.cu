@@ -48,6 +48,33 @@ std::string Buffer::download(void* host) const {
   return e == cudaSuccess ? std::string() : cuda_failure("cudaMemcpy to the host", e);
 }
 
+std::string Buffer::upload_part(size_t at, size_t n, const void* host) {
+  const size_t b = static_cast<size_t>(bytes_);
+  const cudaError_t e = cudaMemcpy(static_cast<char*>(p_) + at * b, host, n * b, cudaMemcpyHostToDevice);
+  return e == cudaSuccess ? std::string() : cuda_failure("cudaMemcpy to the device", e);
+}
+std::string Buffer::download_part(size_t at, size_t n, void* host) const {
+  const size_t b = static_cast<size_t>(bytes_);
+  const cudaError_t e = cudaMemcpy(host, static_cast<const char*>(p_) + at * b, n * b, cudaMemcpyDeviceToHost);
+  return e == cudaSuccess ? std::string() : cuda_failure("cudaMemcpy to the host", e);
+}
+
+Pinned::~Pinned() {
+  if (p_) cudaFreeHost(p_);
+}
+std::string Pinned::alloc(size_t bytes) {
+  if (p_) cudaFreeHost(p_);
+  p_ = nullptr;
+  bytes_ = 0;
+  const cudaError_t e = cudaMallocHost(&p_, bytes);
+  if (e != cudaSuccess) {
+    p_ = nullptr;
+    return cuda_failure("cudaMallocHost", e);
+  }
+  bytes_ = bytes;
+  return {};
+}
+
 std::string synchronize() {
   const cudaError_t e = cudaDeviceSynchronize();
   return e == cudaSuccess ? std::string() : cuda_failure("a block stage kernel", e);

@@ -167,7 +167,7 @@ Run run_case(const DeviceCase& c, const std::string& preset, bool device) {
   ts::BlockOptions bo;
   bo.linear = ts::linear_mode_from_name(c.linear);
   bo.recipe = c.recipe;
-  const ts::BlockBackendKind& kind = ts::block_backend(device ? "block_cuda" : "block");
+  const ts::BlockBackendKind kind = ts::block_backend(device ? "block_cuda" : "block");
   REQUIRE(kind.device == device);
   ts::BlockResult b = kind.run(block_inputs(preset), *attention, bo);
   REQUIRE(b.stages.size() == ts::block_stage_names().size());
