@@ -172,7 +172,7 @@ Run run_case(const DeviceCase& c, const std::string& preset, bool device) {
   ts::BlockResult b = kind.run(block_inputs(preset), *attention, bo);
   REQUIRE(b.stages.size() == ts::block_stage_names().size());
   r.out = std::move(b.stages);
-  r.device_ms = b.total_ms;
+  r.device_ms = b.total_ms;  // the block's column: its whole run (wall ms)
   return r;
 }
 
