@@ -276,20 +276,20 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
     if (std::find(pending.begin(), pending.end(), name) == pending.end()) dev.erase(name);
     if (!wanted(stage)) st.erase(name);
   };
-  auto elementwise = [&](size_t n, auto&& launch, const char* what) {
+  auto elementwise = [&](BlockStage stage, size_t n, auto&& launch) {
     Buffer out = alloc(n, f64);
-    check(launch(out), what);
+    check(launch(out), N(stage));
     return out;
   };
   const size_t SM = static_cast<size_t>(S * M);
 
   timed(St::norm1, {S, M}, [&] {
-    return elementwise(SM, [&](Buffer& o) { return blockdev::rms_norm(x, S, M, norm1_w, c.rms_eps, f64, o); }, "norm1");
+    return elementwise(St::norm1, SM, [&](Buffer& o) { return blockdev::rms_norm(x, S, M, norm1_w, c.rms_eps, f64, o); });
   });
   timed(St::modulate1, {S, M}, [&] {
-    return elementwise(SM, [&](Buffer& o) {
+    return elementwise(St::modulate1, SM, [&](Buffer& o) {
       return blockdev::modulate(dev.at(N(St::norm1)), mod, mod_row, S, M, kShiftMsa, kScaleMsa, f64, o);
-    }, "modulate1");
+    });
   });
   done_with(St::norm1);
   timed(St::qkv, {S, 3, H, D}, [&] {
@@ -298,14 +298,14 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
   done_with(St::modulate1);
   const size_t SHD = static_cast<size_t>(S * H * D);
   timed(St::q_rope, {S, H, D}, [&] {
-    return elementwise(SHD, [&](Buffer& o) {
+    return elementwise(St::q_rope, SHD, [&](Buffer& o) {
       return blockdev::qk_rope(dev.at(N(St::qkv)), S, H, D, 0, q_norm, c.rms_eps, cosd, sind, RF, f64, o);
-    }, "q_rope");
+    });
   });
   timed(St::k_rope, {S, H, D}, [&] {
-    return elementwise(SHD, [&](Buffer& o) {
+    return elementwise(St::k_rope, SHD, [&](Buffer& o) {
       return blockdev::qk_rope(dev.at(N(St::qkv)), S, H, D, 1, k_norm, c.rms_eps, cosd, sind, RF, f64, o);
-    }, "k_rope");
+    });
   });
   {
     // The attention backend reads host arrays, as in the host block.
@@ -349,20 +349,20 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
   });
   done_with(St::attention);
   timed(St::residual1, {S, M}, [&] {
-    return elementwise(SM, [&](Buffer& o) {
+    return elementwise(St::residual1, SM, [&](Buffer& o) {
       return blockdev::gated_residual(x, dev.at(N(St::out_proj)), mod, mod_row, S, M, kGateMsa, f64, o);
-    }, "residual1");
+    });
   });
   done_with(St::out_proj);
   timed(St::norm2, {S, M}, [&] {
-    return elementwise(SM, [&](Buffer& o) {
+    return elementwise(St::norm2, SM, [&](Buffer& o) {
       return blockdev::rms_norm(dev.at(N(St::residual1)), S, M, norm2_w, c.rms_eps, f64, o);
-    }, "norm2");
+    });
   });
   timed(St::modulate2, {S, M}, [&] {
-    return elementwise(SM, [&](Buffer& o) {
+    return elementwise(St::modulate2, SM, [&](Buffer& o) {
       return blockdev::modulate(dev.at(N(St::norm2)), mod, mod_row, S, M, kShiftMlp, kScaleMlp, f64, o);
-    }, "modulate2");
+    });
   });
   done_with(St::norm2);
   timed(St::fc1, {S, 2 * F}, [&] {
@@ -370,9 +370,9 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
   });
   done_with(St::modulate2);
   timed(St::swiglu, {S, F}, [&] {
-    return elementwise(static_cast<size_t>(S * F), [&](Buffer& o) {
+    return elementwise(St::swiglu, static_cast<size_t>(S * F), [&](Buffer& o) {
       return blockdev::swiglu(dev.at(N(St::fc1)), S, F, f64, o);
-    }, "swiglu");
+    });
   });
   done_with(St::fc1);
   timed(St::fc2, {S, M}, [&] {
@@ -380,10 +380,10 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
   });
   done_with(St::swiglu);
   timed(St::output, {S, M}, [&] {
-    return elementwise(SM, [&](Buffer& o) {
+    return elementwise(St::output, SM, [&](Buffer& o) {
       return blockdev::gated_residual(dev.at(N(St::residual1)), dev.at(N(St::fc2)), mod, mod_row, S, M, kGateMlp,
                                       f64, o);
-    }, "output");
+    });
   });
   done_with(St::residual1);
   done_with(St::fc2);
