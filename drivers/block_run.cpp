@@ -22,7 +22,10 @@ BlockInputs load_block_inputs(const std::string& fixture) {
 }
 
 BlockRunReport run_block_reference(const std::string& fixture, const std::string& linear,
-                                   const std::string& recipe, const std::string& attention_spec) {
+                                   const std::string& recipe, const std::string& attention_spec,
+                                   const std::string& block_backend) {
+  const BlockBackendKind kind = ts::block_backend(block_backend);
+  if (kind.device) require_device_for(kind.name);
   BlockOptions opts;
   opts.linear = linear_mode_from_name(linear);
   if (opts.linear == LinearMode::nvfp4) {
@@ -32,10 +35,10 @@ BlockRunReport run_block_reference(const std::string& fixture, const std::string
   require_device_for(attention_spec);
   auto attention = make_attention_backend(attention_spec, {fixture});
   const BlockInputs in = load_block_inputs(fixture);
-  BlockResult r = run_block(in, *attention, opts);
+  BlockResult r = kind.run(in, *attention, opts);
 
-  const std::string name = block_output_name(opts, attention->name());
-  const nlohmann::json params = block_params(opts, *attention);
+  const std::string name = block_output_name(opts, attention->name(), kind.name);
+  const nlohmann::json params = block_params(opts, *attention, kind.name);
   std::vector<DatasetWrite> writes;
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& stage : block_stage_names()) {
@@ -54,7 +57,8 @@ BlockRunReport run_block_reference(const std::string& fixture, const std::string
   rep.json = {{"fixture", fixture},    {"output", name},
               {"group", "/outputs/" + name + "/stages"},
               {"params", params},      {"stages", rows},
-              {"total_ms", r.total_ms}, {"attention_stats", r.attention_stats}};
+              {"total_ms", r.total_ms}, {"transfer_ms", r.transfer_ms},
+              {"attention_stats", r.attention_stats}};
   std::string& o = rep.table;
   char line[256];
   std::snprintf(line, sizeof line, "%s: wrote /outputs/%s/stages (%zu stages)\n", fixture.c_str(), name.c_str(),

@@ -14,7 +14,8 @@ namespace ts {
 BlockInputs load_block_inputs(const std::string& fixture);
 
 // Runs the block with `linear` (fp64 | bf16 | nvfp4), `recipe` (nvfp4: te |
-// modelopt) and the attention backend `attention_spec` (registry spec), writes
+// modelopt) and the attention backend `attention_spec` (registry spec) on the
+// block backend `block_backend` (block | block_cuda: block_backend_kinds), writes
 // /outputs/<block_output_name>/stages/<stage> with per-stage wall_ms, and
 // returns the per-stage time table as JSON and as text.
 struct BlockRunReport {
@@ -22,6 +23,7 @@ struct BlockRunReport {
   std::string table;
 };
 BlockRunReport run_block_reference(const std::string& fixture, const std::string& linear,
-                                   const std::string& recipe, const std::string& attention_spec);
+                                   const std::string& recipe, const std::string& attention_spec,
+                                   const std::string& block_backend = "block");
 
 }  // namespace ts

@@ -12,6 +12,7 @@
 #include "reference/cuda/attention_exact.hpp"
 #include "reference/cuda/attention_sage2.hpp"
 #include "reference/cuda/attention_sol.hpp"
+#include "reference/cuda/block.hpp"
 #endif
 
 namespace ts {
@@ -53,6 +54,27 @@ std::unique_ptr<AttentionBackend> make_attention_backend(const std::string& spec
   std::string kinds;
   for (const auto& [k, d] : attention_backend_kinds()) kinds += (kinds.empty() ? "" : ", ") + k;
   throw InputError("unknown backend '" + p.kind() + "' in '" + spec + "' (known: " + kinds + ")");
+}
+
+const std::vector<BlockBackendKind>& block_backend_kinds() {
+  static const std::vector<BlockBackendKind> kinds = {
+      {"block", "the block reference on the host", &run_block, false},
+#ifdef TOUCHSTONE_HAVE_CUDA
+      {"block_cuda", "the block on the CUDA device: the host's bits for nvfp4 and bf16 linears, fp64 within "
+                     "rounding (cuBLAS DGEMM); attention through the backend given (exact_cuda, sage2_cuda, ...)",
+       &cuda::run_block, true},
+#endif
+  };
+  return kinds;
+}
+
+const BlockBackendKind& block_backend(const std::string& name) {
+  std::string known;
+  for (const auto& k : block_backend_kinds()) {
+    if (k.name == name) return k;
+    known += (known.empty() ? "" : ", ") + k.name;
+  }
+  throw InputError("unknown block backend '" + name + "' (known in this build: " + known + ")");
 }
 
 }  // namespace ts

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "reference/attention_problem.hpp"
+#include "reference/block.hpp"
 
 namespace ts {
 
@@ -26,5 +27,18 @@ std::unique_ptr<AttentionBackend> make_attention_backend(const std::string& spec
 
 // Kinds with a one-line description each, for --help and error messages.
 std::vector<std::pair<std::string, std::string>> attention_backend_kinds();
+
+// The block's implementations, in the same table style: "block" (the host
+// reference, reference/block.hpp) and, in a build with CUDA, "block_cuda"
+// (its device mirror, reference/cuda/block.hpp).
+using BlockRunner = BlockResult (*)(const BlockInputs&, AttentionBackend&, const BlockOptions&);
+struct BlockBackendKind {
+  std::string name, description;
+  BlockRunner run;
+  bool device;  // needs a CUDA device
+};
+const std::vector<BlockBackendKind>& block_backend_kinds();
+// InputError naming the known kinds for any other name.
+const BlockBackendKind& block_backend(const std::string& name);
 
 }  // namespace ts

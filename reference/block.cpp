@@ -124,16 +124,19 @@ BlockInputs block_inputs_from_map(const BlockConfig& config, std::map<std::strin
   return in;
 }
 
-std::string block_output_name(const BlockOptions& opts, const std::string& attention_name) {
+std::string block_output_name(const BlockOptions& opts, const std::string& attention_name,
+                              const std::string& block_backend) {
   std::string lin = linear_mode_name(opts.linear);
   if (opts.linear == LinearMode::nvfp4) lin += "-" + opts.recipe;
-  return "block_" + lin + "_" + attention_name;
+  return block_backend + "_" + lin + "_" + attention_name;
 }
 
-nlohmann::json block_params(const BlockOptions& opts, const AttentionBackend& attention) {
+nlohmann::json block_params(const BlockOptions& opts, const AttentionBackend& attention,
+                            const std::string& block_backend) {
   nlohmann::json p = {{"linear", linear_mode_name(opts.linear)},
                       {"attention", attention.name()},
                       {"attention_params", attention.params()}};
+  if (block_backend != "block") p["block_backend"] = block_backend;
   if (opts.linear == LinearMode::nvfp4) {
     p["recipe"] = opts.recipe;
     p["activation_scale"] = "dynamic";

@@ -72,14 +72,20 @@ struct BlockOptions {
   std::vector<std::string> keep;
 };
 
-// Output group name of a run: "block_fp64_exact", "block_nvfp4-te_sage2_<preset>".
-std::string block_output_name(const BlockOptions& opts, const std::string& attention_name);
-nlohmann::json block_params(const BlockOptions& opts, const AttentionBackend& attention);
+// Output group name of a run: "block_fp64_exact", "block_nvfp4-te_sage2_<preset>";
+// the device mirror's (block_backend "block_cuda") "block_cuda_fp64_exact_cuda".
+std::string block_output_name(const BlockOptions& opts, const std::string& attention_name,
+                              const std::string& block_backend = "block");
+nlohmann::json block_params(const BlockOptions& opts, const AttentionBackend& attention,
+                            const std::string& block_backend = "block");
 
 struct BlockResult {
   std::map<std::string, Tensor> stages;   // by stage name
   std::map<std::string, double> stage_ms; // wall time of each stage
   double total_ms = 0;
+  // The device mirror (reference/cuda/block.hpp): copies between host and
+  // device outside the stages (inputs up, kept stages down); 0 on the host.
+  double transfer_ms = 0;
   nlohmann::json attention_stats = nlohmann::json::object();
 };
 

@@ -24,28 +24,12 @@ float bf16_round_f64(double x) {
   return num::bf16_round(f);
 }
 
-float silu_f32(float g) {
-  const float e = static_cast<float>(detmath::exp(-static_cast<double>(g)));
-  return g / (1.0f + e);
-}
-
-double silu_f64(double g) { return g / (1.0 + detmath::exp(-g)); }
-
 void rms_norm_row(const double* x, int64_t n, const double* w, double eps, Arith a, double* out) {
   if (a == Arith::f64) {
     rms_norm(x, n, w, eps, out);
     return;
   }
-  float ss = 0.0f;
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = static_cast<float>(x[i]);
-    ss += v * v;
-  }
-  const float inv = 1.0f / std::sqrt(ss / static_cast<float>(n) + static_cast<float>(eps));
-  for (int64_t i = 0; i < n; ++i) {
-    const float wi = w ? static_cast<float>(w[i]) : 1.0f;
-    out[i] = num::bf16_round((static_cast<float>(x[i]) * inv) * wi);
-  }
+  rms_norm_row_bf16(x, n, w, eps, out);
 }
 
 namespace {
@@ -163,9 +147,10 @@ Tensor qk_rope_stage(const Tensor& qkv, int which, const Tensor& norm_w, const B
           double* base = row + 2 * F * ax;
           for (int64_t i = 0; i < F; ++i) {
             const float co = cs[static_cast<size_t>(ax * F + i)], si = sn[static_cast<size_t>(ax * F + i)];
-            const float x1 = static_cast<float>(base[i]), x2 = static_cast<float>(base[i + F]);
-            base[i] = num::bf16_round(x1 * co - x2 * si);
-            base[i + F] = num::bf16_round(x2 * co + x1 * si);
+            float y1, y2;
+            rope_pair_bf16(static_cast<float>(base[i]), static_cast<float>(base[i + F]), co, si, &y1, &y2);
+            base[i] = y1;
+            base[i + F] = y2;
           }
         }
       }

@@ -12,6 +12,7 @@
 
 #include "core/tensor.hpp"
 #include "reference/block.hpp"
+#include "reference/block_arith.hpp"
 #include "reference/numerics/convert.hpp"
 
 namespace ts::blk {
@@ -22,20 +23,8 @@ enum class Arith { f64, bf16 };
 // is no double rounding through float32).
 float bf16_round_f64(double x);
 
-// Elementwise definitions for Arith::bf16 (float32 arithmetic, one rounding).
-inline float modulate_bf16(float h, float shift, float scale) {
-  return num::bf16_round(h * (1.0f + scale) + shift);
-}
-inline float gated_residual_bf16(float base, float gate, float y) {
-  return num::bf16_round(base + gate * y);
-}
-float silu_f32(float g);  // g / (1 + float(exp(-g))), exp from detmath in float64
-inline float swiglu_bf16(float value, float gate) { return num::bf16_round(value * silu_f32(gate)); }
-
-inline double modulate_f64(double h, double shift, double scale) { return h * (1.0 + scale) + shift; }
-inline double gated_residual_f64(double base, double gate, double y) { return base + gate * y; }
-double silu_f64(double g);
-inline double swiglu_f64(double value, double gate) { return value * silu_f64(gate); }
+// The per-element definitions (modulate_bf16, swiglu_f64, ...) are in
+// block_arith.hpp.
 
 // RMSNorm of one row. Arith::bf16: float32 sum of squares in index order,
 // inv = 1 / sqrt(ss / n + eps) in float32, out = bf16((x * inv) * w).

@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "fixtures/synth.hpp"
 #include "fixtures/synth_block.hpp"
+#include "drivers/run_estimate.hpp"
 #include "kernels_under_test/registry.hpp"
 #include "reference/block.hpp"
 #include "reference/numerics/nvfp4.hpp"
@@ -27,7 +28,7 @@ double vm_hwm_bytes() {
 }
 
 struct Opts {
-  std::string preset = "ci", linear = "fp64", recipe = "te", attention = "exact";
+  std::string preset = "ci", linear = "fp64", recipe = "te", attention = "exact", block_backend = "block";
   uint64_t seed = 1;
   ts::cli::ReportTarget json;
 };
@@ -39,6 +40,9 @@ int run(const Opts& o) {
     ts::num::nvfp4_recipe_from_name(o.recipe);
     bo.recipe = o.recipe;
   }
+  const ts::BlockBackendKind kind = ts::block_backend(o.block_backend);
+  if (kind.device) ts::require_device_for(kind.name);
+  ts::require_device_for(o.attention);
   auto attention = ts::make_attention_backend(o.attention, {});
   const auto t0 = std::chrono::steady_clock::now();
   ts::SynthOptions so;
@@ -50,22 +54,23 @@ int run(const Opts& o) {
     in = ts::synthesize_block_inputs(so, att);
   }
   const double synth_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const ts::BlockResult r = ts::run_block(in, *attention, bo);
+  const ts::BlockResult r = kind.run(in, *attention, bo);
   const double hwm = vm_hwm_bytes();
 
-  const std::string name = ts::block_output_name(bo, attention->name());
+  const std::string name = ts::block_output_name(bo, attention->name(), kind.name);
   if (o.json.on()) {
     nlohmann::json stages = nlohmann::json::array();
     for (const auto& s : ts::block_stage_names())
       stages.push_back({{"stage", s}, {"ms", r.stage_ms.at(s)}, {"shape", r.stages.at(s).shape}});
     nlohmann::json j = {{"preset", o.preset},
                         {"run", name},
-                        {"params", ts::block_params(bo, *attention)},
+                        {"params", ts::block_params(bo, *attention, kind.name)},
                         {"tokens", in.config.tokens()},
                         {"threads", omp_get_max_threads()},
                         {"synth_s", synth_s},
                         {"stages", stages},
                         {"total_ms", r.total_ms},
+                        {"transfer_ms", r.transfer_ms},
                         {"peak_rss_bytes", hwm}};
     o.json.emit(j.dump(2) + "\n");
     if (o.json.to_stdout()) return ts::kPass;
@@ -82,6 +87,7 @@ int run(const Opts& o) {
     std::printf("%-10s %12.2f %6.1f%%\n", s.c_str(), ms, r.total_ms > 0 ? 100.0 * ms / r.total_ms : 0.0);
   }
   std::printf("%-10s %12.2f\n", "total", r.total_ms);
+  if (kind.device) std::printf("%-10s %12.2f (host<->device copies outside the stages, in total)\n", "transfers", r.transfer_ms);
   std::printf("peak resident memory (VmHWM) %.2f GiB\n", hwm / (1024.0 * 1024.0 * 1024.0));
   return ts::kPass;
 }
@@ -95,6 +101,8 @@ ts::cli::Registration reg{
       app.add_option("--linear", o->linear, "fp64 | bf16 | nvfp4")->capture_default_str();
       app.add_option("--recipe", o->recipe, "NVFP4 recipe: te | modelopt")->capture_default_str();
       app.add_option("--attention", o->attention, "attention backend spec (exact, sage2:preset=NAME, sol:...)")
+          ->capture_default_str();
+      app.add_option("--block-backend", o->block_backend, "block (host) | block_cuda (device)")
           ->capture_default_str();
       app.add_option("--seed", o->seed, "synthesis seed")->capture_default_str();
       ts::cli::add_json_option(app, o->json, "the result");

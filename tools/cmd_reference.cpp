@@ -19,7 +19,7 @@ namespace {
 
 struct Opts {
   std::string fixture, backend = "exact", preset, precision, recipe = "te", linear = "fp64";
-  std::string attention = "exact";
+  std::string attention = "exact", block_backend = "block";
   double tau = 0;
   bool have_tau = false, dump = false, block = false, allow_nonfinite = false;
   ts::cli::ReportTarget json;
@@ -51,7 +51,8 @@ std::string build_spec(const Opts& o) {
 
 int run(const Opts& o) {
   if (o.block) {
-    const ts::BlockRunReport rep = ts::run_block_reference(o.fixture, o.linear, o.recipe, o.attention);
+    const ts::BlockRunReport rep = ts::run_block_reference(o.fixture, o.linear, o.recipe, o.attention,
+                                                                o.block_backend);
     o.json.emit(rep.json.dump(2) + "\n");
     if (!o.json.to_stdout()) std::cout << rep.table << std::flush;
     return ts::kPass;
@@ -127,6 +128,10 @@ ts::cli::Registration reg{
           ->capture_default_str();
       app.add_option("--recipe", o->recipe, "NVFP4 recipe: te | modelopt")->capture_default_str();
       app.add_option("--attention", o->attention, "block attention backend spec")
+          ->capture_default_str();
+      app.add_option("--block-backend", o->block_backend,
+                     "where the block runs: block (host) | block_cuda (device, the host's bits for nvfp4 and "
+                     "bf16)")
           ->capture_default_str();
       app.add_flag("--allow-nonfinite", o->allow_nonfinite, "accept NaN/Inf in input tensors");
       ts::cli::add_json_option(app, o->json, "the result");

@@ -122,7 +122,7 @@ TS_HD inline float e4m3_round(float x) { return e4m3_decode(e4m3_encode(x)); }
 // (code 0x7), the positive maximum, as CUDA's cuda_fp4.hpp host conversion
 // does; docs/spec-deviations.md "E2M1 NaN input" records the choice.
 // -0.0 and negative values that round to zero give code 0x8 (-0).
-inline uint8_t e2m1_encode(float x) {
+TS_HD inline uint8_t e2m1_encode(float x) {
   const uint32_t u = detail::f2u(x);
   const uint32_t a = u & 0x7FFFFFFFu;
   if (a > 0x7F800000u) return 0x7u;
@@ -130,21 +130,24 @@ inline uint8_t e2m1_encode(float x) {
   if (a > 0x40C00000u) return static_cast<uint8_t>(sign | 0x7u);  // 6
   return static_cast<uint8_t>(sign | detail::round_magnitude<1, 1>(a));
 }
-inline float e2m1_decode(uint8_t c) {
-  static constexpr float kMag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
-  const float v = kMag[c & 0x7u];
+// Arithmetic rather than a table, so that the device mirrors share it: m / 2
+// below 2, then (2 + (m & 1)) * 2^(m / 2 - 2), all exact.
+TS_HD inline float e2m1_decode(uint8_t c) {
+  const uint32_t m = c & 0x7u;
+  const float v = m < 4u ? 0.5f * static_cast<float>(m)
+                         : static_cast<float>((2u + (m & 1u)) << ((m >> 1) - 2u));
   return (c & 0x8u) ? -v : v;
 }
-inline float e2m1_round(float x) { return e2m1_decode(e2m1_encode(x)); }
+TS_HD inline float e2m1_round(float x) { return e2m1_decode(e2m1_encode(x)); }
 
 // Two E2M1 codes per byte; element 2i in the low nibble, 2i+1 in the high one.
-inline uint8_t e2m1_pack(uint8_t lo, uint8_t hi) {
+TS_HD inline uint8_t e2m1_pack(uint8_t lo, uint8_t hi) {
   return static_cast<uint8_t>((lo & 0xFu) | ((hi & 0xFu) << 4));
 }
-inline uint8_t e2m1_unpack_lo(uint8_t byte) { return static_cast<uint8_t>(byte & 0xFu); }
-inline uint8_t e2m1_unpack_hi(uint8_t byte) { return static_cast<uint8_t>(byte >> 4); }
+TS_HD inline uint8_t e2m1_unpack_lo(uint8_t byte) { return static_cast<uint8_t>(byte & 0xFu); }
+TS_HD inline uint8_t e2m1_unpack_hi(uint8_t byte) { return static_cast<uint8_t>(byte >> 4); }
 // Element i of a packed row.
-inline uint8_t e2m1_unpack(const uint8_t* packed, int64_t i) {
+TS_HD inline uint8_t e2m1_unpack(const uint8_t* packed, int64_t i) {
   const uint8_t byte = packed[i >> 1];
   return (i & 1) ? e2m1_unpack_hi(byte) : e2m1_unpack_lo(byte);
 }

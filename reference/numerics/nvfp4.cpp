@@ -13,8 +13,6 @@ namespace ts::num {
 
 namespace {
 
-constexpr float kE2m1Max = 6.0f;
-constexpr float kE4m3Max = 448.0f;
 constexpr float kGlobalMax = 2688.0f;  // 448 * 6, exact in float32
 // Below this many elements a parallel region costs more than it saves.
 constexpr int64_t kParallelMin = 1 << 16;
@@ -26,11 +24,7 @@ void check_shape(int64_t rows, int64_t cols, const char* what) {
   }
 }
 
-struct GlobalScale {
-  float amax = 0.0f;
-  float s_enc = 1.0f;
-  float s_dec = 1.0f;
-};
+using GlobalScale = Nvfp4GlobalScale;
 
 GlobalScale global_scale(const float* x, int64_t n, const Nvfp4Options& opt) {
   if (opt.static_amax && opt.input_scale) {
@@ -54,14 +48,20 @@ GlobalScale global_scale(const float* x, int64_t n, const Nvfp4Options& opt) {
     return g;
   }
   if (opt.static_amax) {
-    g.amax = *opt.static_amax;
-    if (!(g.amax >= 0.0f)) {
-      throw InputError("nvfp4: static_amax must be >= 0, got " + std::to_string(g.amax));
+    if (!(*opt.static_amax >= 0.0f)) {
+      throw InputError("nvfp4: static_amax must be >= 0, got " + std::to_string(*opt.static_amax));
     }
-  } else {
-    g.amax = nvfp4_amax(x, n);
+    return nvfp4_global_scale(*opt.static_amax, opt.recipe);
   }
-  if (opt.recipe == Nvfp4Recipe::modelopt) {
+  return nvfp4_global_scale(nvfp4_amax(x, n), opt.recipe);
+}
+
+}  // namespace
+
+Nvfp4GlobalScale nvfp4_global_scale(float amax, Nvfp4Recipe recipe) {
+  Nvfp4GlobalScale g;
+  g.amax = amax;
+  if (recipe == Nvfp4Recipe::modelopt) {
     // ModelOpt: weights_scaling_factor_2 = amax / (6 * 448). amax = 0 (or a
     // value that makes it 0 or Inf) would give NaN scales there; use 1.
     float s2 = g.amax / kGlobalMax;
@@ -77,28 +77,6 @@ GlobalScale global_scale(const float* x, int64_t n, const Nvfp4Options& opt) {
   }
   return g;
 }
-
-// E4M3 code of one block's decode scale.
-uint8_t block_scale_code(float bamax, const GlobalScale& g, Nvfp4Recipe recipe) {
-  float s = 0.0f;
-  switch (recipe) {
-    case Nvfp4Recipe::te:
-      s = std::min((bamax / kE2m1Max) * g.s_enc, FLT_MAX);
-      break;
-    case Nvfp4Recipe::te_rcp6:
-      s = std::min(bamax * (g.s_enc * (1.0f / kE2m1Max)), FLT_MAX);
-      break;
-    case Nvfp4Recipe::modelopt:
-      s = bamax / (kE2m1Max * g.s_dec);
-      if (s == 0.0f) s = 1.0f;  // ModelOpt: per_block_scale[per_block_scale == 0] = 1.0
-      break;
-  }
-  // min() then e4m3: values above 448 saturate (satfinite; ModelOpt's torch
-  // cast would give NaN far above 448, the spec's clamp is kept for all).
-  return e4m3_encode(std::min(s, kE4m3Max));
-}
-
-}  // namespace
 
 const char* nvfp4_recipe_name(Nvfp4Recipe r) {
   switch (r) {
@@ -161,22 +139,11 @@ Nvfp4Tensor nvfp4_quantize(const float* x, int64_t rows, int64_t cols, const Nvf
         const float a = std::fabs(xr[k]);
         if (a > bamax) bamax = a;
       }
-      const uint8_t sc = block_scale_code(bamax, g, opt.recipe);
+      const uint8_t sc = nvfp4_block_scale_code(bamax, g.s_enc, g.s_dec, opt.recipe);
       t.scales[static_cast<size_t>(r * t.blocks_per_row + b)] = sc;
-      const float sbf = e4m3_decode(sc);
+      const float factor = nvfp4_element_factor(e4m3_decode(sc), g.s_dec, opt.recipe);
       uint8_t q[kNvfp4Block] = {};
-      if (opt.recipe == Nvfp4Recipe::modelopt) {
-        const float denom = sbf * g.s_dec;
-        for (int64_t k = k0; k < k1; ++k) {
-          // x / 0 saturates to +-6 like TE's FLT_MAX encode scale; 0 stays 0.
-          const float v = (xr[k] == 0.0f) ? xr[k] : xr[k] / denom;
-          q[k - k0] = e2m1_encode(v);
-        }
-      } else {
-        const float enc = std::min(1.0f / (sbf * g.s_dec), FLT_MAX);
-        // clamp(x * enc, -6, 6) is e2m1_encode's own saturation.
-        for (int64_t k = k0; k < k1; ++k) q[k - k0] = e2m1_encode(xr[k] * enc);
-      }
+      for (int64_t k = k0; k < k1; ++k) q[k - k0] = nvfp4_encode_element(xr[k], factor, opt.recipe);
       for (int i = 0; i < kNvfp4Block / 2; ++i) {
         cr[b * (kNvfp4Block / 2) + i] = e2m1_pack(q[2 * i], q[2 * i + 1]);
       }

@@ -9,18 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "reference/numerics/nvfp4_block.hpp"
+
 namespace ts::num {
-
-inline constexpr int kNvfp4Block = 16;
-
-// Which software stack's float32 operation order the quantiser reproduces.
-//  te       TransformerEngine reference_nvfp4.py (and TE's CUDA kernels that
-//           claim an exact match with it): sb = e4m3((bamax / 6) * S_enc),
-//           element scale enc = 1 / (float(sb) * S_dec), q = e2m1(x * enc).
-//  te_rcp6  newer TE kernels: sb = e4m3(bamax * (S_enc * float(1/6))).
-//  modelopt NVIDIA ModelOpt: s2 = amax / 2688, sb = e4m3(bamax / (6 * s2))
-//           (an all-zero block gets scale 1.0), q = e2m1(x / (float(sb) * s2)).
-enum class Nvfp4Recipe { te, te_rcp6, modelopt };
 
 const char* nvfp4_recipe_name(Nvfp4Recipe r);
 Nvfp4Recipe nvfp4_recipe_from_name(const std::string& name);  // throws InputError
@@ -55,6 +46,15 @@ struct Nvfp4Tensor {
   float block_scale(int64_t r, int64_t b) const;  // decoded E4M3 block scale
   float value(int64_t r, int64_t c) const;        // (q * float(sb)) * s_dec in float32
 };
+
+// The global scales of a tensor whose amax (measured or calibrated) is
+// `amax`: what the quantiser uses without input_scale.
+struct Nvfp4GlobalScale {
+  float amax = 0.0f;
+  float s_enc = 1.0f;
+  float s_dec = 1.0f;
+};
+Nvfp4GlobalScale nvfp4_global_scale(float amax, Nvfp4Recipe recipe);
 
 // Largest |x| over n values; NaN elements are ignored (as fmaxf does).
 float nvfp4_amax(const float* x, int64_t n);

@@ -16,8 +16,12 @@
 #include "catch.hpp"
 #include "core/error.hpp"
 #include "fixtures/synth.hpp"
+#include "fixtures/synth_block.hpp"
 #include "kernels_under_test/registry.hpp"
+#include "reference/block.hpp"
+#include "reference/cuda/block.hpp"
 #include "reference/cuda/exact_kernel.hpp"
+#include "reference/block_linear.hpp"
 #include "reference/numerics/convert.hpp"
 
 namespace {
@@ -38,6 +42,11 @@ struct DeviceCase {
   double bound;     // rel_l2 to the host: the bound (rel_l2), or a sanity ceiling (the others)
   bool medium;      // also at the medium preset (the host side is affordable there)
   bool routing;     // sol: compare the dumped routing (route_mask) too
+  // Block rows: block_cuda against block with this linear mode (and NVFP4
+  // recipe), device and host being their attention specs; the promise holds
+  // for every stage. nullptr: an attention row.
+  const char* linear = nullptr;
+  const char* recipe = "te";
 };
 
 // exact: float64 everywhere; flash (the default on sm_90+) streams the softmax, gemm
@@ -78,6 +87,13 @@ const DeviceCase kCases[] = {
      false, false},
     {"sol_cuda:precision=bf16,round_out=off", "sol:precision=bf16,round_out=off", Promise::rel_l2, 1e-5, false,
      false},
+    // The block: NVFP4 (every recipe) and bf16 linears with sage2_cuda give the host's bits stage
+    // by stage; fp64 (cuBLAS DGEMM linears, exact_cuda) within rounding.
+    {"sage2_cuda:preset=sm121", "sage2:preset=sm121", Promise::bits, 0, true, false, "nvfp4", "te"},
+    {"sage2_cuda:preset=sm121", "sage2:preset=sm121", Promise::bits, 0, false, false, "nvfp4", "te_rcp6"},
+    {"sage2_cuda:preset=sm90", "sage2:preset=sm90", Promise::bits, 0, false, false, "nvfp4", "modelopt"},
+    {"sage2_cuda:preset=sm89", "sage2:preset=sm89", Promise::bits, 0, false, false, "bf16"},
+    {"exact_cuda", "exact", Promise::rel_l2, 1e-12, true, false, "fp64"},
 };
 
 double rel_l2(const ts::Tensor& a, const ts::Tensor& b) {
@@ -120,6 +136,56 @@ const Problem& problem(const std::string& preset) {
   return it->second;
 }
 
+const ts::BlockInputs& block_inputs(const std::string& preset) {
+  static std::map<std::string, ts::BlockInputs> cache;
+  auto it = cache.find(preset);
+  if (it == cache.end()) {
+    ts::SynthOptions so;
+    so.preset = preset;
+    so.seed = 3;
+    return cache[preset] = ts::synthesize_block_inputs(so, problem(preset).syn);
+  }
+  return it->second;
+}
+
+// What a row compares: one output (attention) or every stage (block).
+struct Run {
+  std::map<std::string, ts::Tensor> out;
+  nlohmann::json stats;
+  double device_ms = -1;
+};
+
+Run run_case(const DeviceCase& c, const std::string& preset, bool device) {
+  auto attention = ts::make_attention_backend(device ? c.device : c.host, {});
+  if (device) REQUIRE(attention->device() == "cuda");
+  Run r;
+  if (!c.linear) {
+    ts::AttentionResult a = attention->run(problem(preset).p);
+    r.device_ms = a.stats.contains("device_ms") ? a.stats["device_ms"].get<double>() : -1;
+    r.out["attention"] = std::move(a.out);
+    r.stats = a.stats;
+    for (auto& [k, t] : a.intermediates) r.out["intermediates/" + k] = std::move(t);
+    return r;
+  }
+  ts::BlockOptions bo;
+  bo.linear = ts::linear_mode_from_name(c.linear);
+  bo.recipe = c.recipe;
+  const ts::BlockBackendKind kind = ts::block_backend(device ? "block_cuda" : "block");
+  REQUIRE(kind.device == device);
+  ts::BlockResult b = kind.run(block_inputs(preset), *attention, bo);
+  REQUIRE(b.stages.size() == ts::block_stage_names().size());
+  r.out = std::move(b.stages);
+  r.device_ms = b.total_ms;  // the block's column: its whole run (wall ms)
+  return r;
+}
+
+std::string row_name(const DeviceCase& c) {
+  if (!c.linear) return c.device;
+  std::string lin = c.linear;
+  if (lin == "nvfp4") lin += std::string("-") + c.recipe;
+  return "block_cuda " + lin + " " + c.device;
+}
+
 bool with_medium() {
   const char* env = std::getenv("TOUCHSTONE_CUDA_MEDIUM");
   return env && std::string(env) == "1";
@@ -141,53 +207,57 @@ TEST_CASE("every device backend against its host reference") {
   for (const std::string& preset : presets) {
     for (const DeviceCase& c : kCases) {
       if (preset == "medium" && !c.medium) continue;
-      const ts::AttentionProblem& p = problem(preset).p;
-      const ts::AttentionResult host = ts::make_attention_backend(c.host, {})->run(p);
-      auto dev_backend = ts::make_attention_backend(c.device, {});
-      REQUIRE(dev_backend->device() == "cuda");
-      const ts::AttentionResult dev = dev_backend->run(p);
-      REQUIRE(dev.out.shape == host.out.shape);
-      REQUIRE(dev.out.dtype == host.out.dtype);
-      size_t differ = 0, nan = 0, first = 0, beyond = 0;
-      long max_ulp = 0;
-      double host_max = 0, max_abs = 0;
-      for (const double x : host.out.data) host_max = std::max(host_max, std::fabs(x));
-      for (size_t i = 0; i < host.out.data.size(); ++i) {
-        const double a = dev.out.data[i], b = host.out.data[i];
-        nan += std::isnan(a) ? 1 : 0;
-        if (std::memcmp(&a, &b, sizeof a) != 0 && differ++ == 0) first = i;
-        max_abs = std::max(max_abs, std::fabs(a - b));
-        if (c.promise == Promise::bf16_ulp) {
-          const long steps = bf16_steps(a, b);
-          max_ulp = std::max(max_ulp, steps);
-          if (steps > 1 && !(std::fabs(a - b) <= std::ldexp(host_max, -16))) ++beyond;
+      const Run host = run_case(c, preset, false);
+      const Run dev = run_case(c, preset, true);
+      // Each compared tensor: the attention output, or every block stage.
+      for (const auto& [key, h] : host.out) {
+        if (key.rfind("intermediates/", 0) == 0) continue;
+        REQUIRE(dev.out.count(key) == 1);
+        const ts::Tensor& d = dev.out.at(key);
+        REQUIRE(d.shape == h.shape);
+        REQUIRE(d.dtype == h.dtype);
+        size_t differ = 0, nan = 0, first = 0, beyond = 0;
+        long max_ulp = 0;
+        double host_max = 0, max_abs = 0;
+        for (const double x : h.data) host_max = std::max(host_max, std::fabs(x));
+        for (size_t i = 0; i < h.data.size(); ++i) {
+          const double a = d.data[i], b = h.data[i];
+          nan += std::isnan(a) ? 1 : 0;
+          if (std::memcmp(&a, &b, sizeof a) != 0 && differ++ == 0) first = i;
+          max_abs = std::max(max_abs, std::fabs(a - b));
+          if (c.promise == Promise::bf16_ulp) {
+            const long steps = bf16_steps(a, b);
+            max_ulp = std::max(max_ulp, steps);
+            if (steps > 1 && !(std::fabs(a - b) <= std::ldexp(host_max, -16))) ++beyond;
+          }
         }
-      }
-      const double err = rel_l2(dev.out, host.out);
-      const double ms = dev.stats.contains("device_ms") ? dev.stats["device_ms"].get<double>() : -1;
-      const char* promise = c.promise == Promise::bits ? "bits" : c.promise == Promise::bf16_ulp ? "bf16_ulp" : "rel_l2";
-      std::printf("%-62s %-7s %-8s %10zu %8ld %10.3g %10.3g %9.2f\n", c.device, preset.c_str(), promise, differ,
-                  max_ulp, max_abs, err, ms);
-      INFO(preset << " " << c.device << " vs " << c.host << ": " << differ << " of " << host.out.data.size()
-                  << " values differ (first at " << first << ": " << dev.out.data[first] << " vs "
-                  << host.out.data[first] << "), max bf16 steps " << max_ulp << " (" << beyond
-                  << " beyond one step and 2^-16 of max|host|), rel_l2 " << err);
-      CHECK(nan == 0);
-      CHECK(std::isfinite(err));
-      CHECK(ms > 0);
-      switch (c.promise) {
-        case Promise::bits: CHECK(differ == 0); break;
-        case Promise::bf16_ulp:
-          CHECK(beyond == 0);
-          CHECK(differ < host.out.data.size() / 100);
-          CHECK(err < c.bound);
-          break;
-        case Promise::rel_l2: CHECK(err < c.bound); break;
+        const double err = rel_l2(d, h);
+        const double ms = dev.device_ms;
+        const char* promise = c.promise == Promise::bits ? "bits" : c.promise == Promise::bf16_ulp ? "bf16_ulp" : "rel_l2";
+        const std::string label = c.linear ? row_name(c) + " " + key : row_name(c);
+        std::printf("%-62s %-7s %-8s %10zu %8ld %10.3g %10.3g %9.2f\n", label.c_str(), preset.c_str(), promise, differ,
+                    max_ulp, max_abs, err, ms);
+        INFO(preset << " " << label << " vs " << c.host << ": " << differ << " of " << h.data.size()
+                    << " values differ (first at " << first << ": " << d.data[first] << " vs "
+                    << h.data[first] << "), max bf16 steps " << max_ulp << " (" << beyond
+                    << " beyond one step and 2^-16 of max|host|), rel_l2 " << err);
+        CHECK(nan == 0);
+        CHECK(std::isfinite(err));
+        CHECK(ms > 0);
+        switch (c.promise) {
+          case Promise::bits: CHECK(differ == 0); break;
+          case Promise::bf16_ulp:
+            CHECK(beyond == 0);
+            CHECK(differ < h.data.size() / 100);
+            CHECK(err < c.bound);
+            break;
+          case Promise::rel_l2: CHECK(err <= c.bound); break;
+        }
       }
       if (c.routing) {
         // The host routes for both; the dumps and densities must say so.
-        REQUIRE(dev.intermediates.count("route_mask") == 1);
-        CHECK(dev.intermediates.at("route_mask").data == host.intermediates.at("route_mask").data);
+        REQUIRE(dev.out.count("intermediates/route_mask") == 1);
+        CHECK(dev.out.at("intermediates/route_mask").data == host.out.at("intermediates/route_mask").data);
         CHECK(dev.stats["density"] == host.stats["density"]);
         CHECK(dev.stats["density_per_head"] == host.stats["density_per_head"]);
       }
@@ -199,6 +269,64 @@ TEST_CASE("every device backend against its host reference") {
   // Tiles beyond the device's shared memory: bad input naming the knobs.
   CHECK_THROWS_AS(ts::make_attention_backend("sol_cuda:block_q=1024,block_k=1024", {})->run(problem("tiny").p),
                   ts::InputError);
+}
+
+TEST_CASE("block_cuda linears give the host's bits on shapes no tile divides") {
+  std::string why;
+  if (!ts::cuda::device_available(&why)) {
+    std::cout << "skipped: no CUDA device (" << why << ")\n";
+    return;
+  }
+  // K = 37: a partial NVFP4 block and a bf16 lane tail; 133 x 70 outputs: partial tiles.
+  // Values far from bf16 ones (each linear rounds its operands) and a wide range of
+  // magnitudes (many distinct block scales); one all-zero weight row (modelopt's scale 1).
+  const int64_t rows = 133, K = 37, N = 70;
+  auto values = [](int64_t n, uint64_t seed) {
+    std::vector<double> v(static_cast<size_t>(n));
+    uint64_t st = seed;
+    for (double& x : v) {
+      st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+      const double u = static_cast<double>(st >> 11) / 9007199254740992.0;  // [0, 1)
+      x = (u - 0.5) * std::ldexp(1.0, static_cast<int>(st % 9) - 4) * 1.0000001;
+    }
+    return v;
+  };
+  const std::vector<double> x = values(rows * K, 1);
+  ts::Tensor w({N, K}, ts::DType::f64), b({N}, ts::DType::f64);
+  w.data = values(N * K, 2);
+  for (int64_t k = 0; k < K; ++k) w.data[static_cast<size_t>(5 * K + k)] = 0.0;
+  b.data = values(N, 3);
+  struct Mode {
+    ts::LinearMode mode;
+    const char* recipe;
+  };
+  const Mode modes[] = {{ts::LinearMode::nvfp4, "te"}, {ts::LinearMode::nvfp4, "te_rcp6"},
+                        {ts::LinearMode::nvfp4, "modelopt"}, {ts::LinearMode::bf16, "te"},
+                        {ts::LinearMode::fp64, "te"}};
+  for (const Mode& m : modes) {
+    for (const ts::Tensor* bias : {static_cast<const ts::Tensor*>(nullptr), static_cast<const ts::Tensor*>(&b)}) {
+      const ts::blk::LinearSpec spec{m.mode, m.recipe, 32};
+      const ts::Tensor host = ts::blk::linear_stage(x.data(), rows, K, w, bias, spec, {rows, N});
+      const ts::Tensor dev = ts::cuda::blk::linear_stage(x.data(), rows, K, w, bias, spec, {rows, N});
+      REQUIRE(dev.shape == host.shape);
+      REQUIRE(dev.dtype == host.dtype);
+      size_t differ = 0;
+      for (size_t i = 0; i < host.data.size(); ++i)
+        differ += std::memcmp(&dev.data[i], &host.data[i], sizeof(double)) != 0 ? 1 : 0;
+      const double err = rel_l2(dev, host);
+      INFO(ts::linear_mode_name(m.mode) << " " << m.recipe << (bias ? " with bias" : "") << ": " << differ
+                                        << " values differ, rel_l2 " << err);
+      if (m.mode == ts::LinearMode::fp64) {
+        CHECK(err <= 1e-14);
+      } else {
+        CHECK(differ == 0);
+      }
+    }
+  }
+  // The comparison can tell recipes apart: te on the device is not modelopt on the host.
+  const ts::Tensor te = ts::cuda::blk::linear_stage(x.data(), rows, K, w, &b, {ts::LinearMode::nvfp4, "te", 32}, {rows, N});
+  const ts::Tensor mo = ts::blk::linear_stage(x.data(), rows, K, w, &b, {ts::LinearMode::nvfp4, "modelopt", 32}, {rows, N});
+  CHECK(te.data != mo.data);
 }
 
 TEST_CASE("sol_cuda over a sweep: each backend reuses the one before only where the inputs match") {
