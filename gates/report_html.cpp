@@ -306,6 +306,7 @@ std::string run_section(const GateRun& run, const std::string& anchor) {
   o << "<h2>Summary</h2>\n<p>" << acc << " accepted, " << rej << " rejected, " << inc
     << " inconclusive; exit code " << run.exit_code() << "</p>\n";
   o << "<table class=\"summary\">\n<tr><th>candidate</th>";
+  for (const auto& col : run.columns) o << "<th>" << esc(col) << "</th>";
   for (const auto& r : run.gate.rules) o << "<th>" << esc(rule_title(r)) << "</th>";
   o << "<th>verdict</th></tr>\n";
   for (size_t i = 0; i < run.candidates.size(); ++i) {
