@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <sstream>
 
@@ -32,9 +33,13 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
+// The shortest text that reads back as v (1.6, not 1.6000000000000001).
 std::string fmt17(double v) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
   return buf;
 }
 
@@ -262,8 +267,7 @@ SweepResult run_sweep(const std::string& fixture, const SweepOptions& o) {
   auto no_timing = [&](AttentionBackend& cand) {
     SpeedEvidence s;
     s.missing = std::string("not timed (--pairs 0): one run of ") + (cand.is_stored() ? "the baseline" : "a row") +
-                " is no timing sample; --pairs N times them as touchstone gate does, a stored baseline with "
-                "/timings (--baseline stored:NAME) judges stored kernels on their samples";
+                " is no sample (--pairs N, or a stored baseline with /timings)";
     return s;
   };
   // One candidate judged by the gate, the way run_gate_on_fixture judges it.
