@@ -241,7 +241,8 @@ SweepResult run_sweep(const std::string& fixture, const SweepOptions& o) {
   wall["baseline_ms"] = base_ms;
   const MetricSet base_vs_exact = compute_metrics(base_out, exact_out);
   const BlockConfig* groups = gate && reads_groups(*gate) ? &fx.config : nullptr;
-  const Figures base_exact_figures = gate ? accuracy_figures(base_out, exact_out, groups) : Figures{};
+  const Figures base_exact_figures =
+      !gate ? Figures{} : groups ? accuracy_figures(base_out, exact_out, groups) : metric_map(base_vs_exact);
   std::optional<SpeedMeasurer> speed;
   if (timed) speed.emplace(fx, problem, *gate, go);
 
