@@ -313,7 +313,7 @@ SweepResult run_sweep(const std::string& fixture, const SweepOptions& o) {
   auto shown = [&](const Row& r) {
     const nlohmann::json& j = r.j;
     return std::vector<std::string>{r.tau ? fmt4(*r.tau, "%g") : "stored",
-                                    fmt4(j.value("density", nlohmann::json(nullptr)), "%.4f"),
+                                    j.contains("density") ? fmt4(j["density"], "%.4f") : "-",
                                     fmt4(j.value("rel_l2_vs_baseline", nlohmann::json(nullptr))),
                                     fmt4(j.value("rel_l2_vs_exact", nlohmann::json(nullptr))),
                                     j.contains("ms") ? fmt4(j["ms"], "%.0f") : "-"};

@@ -113,6 +113,7 @@ TEST_CASE("sweep driver: stored kernels are rows, judged on their own /timings, 
   REQUIRE(rule(fast, "faster"));
   CHECK(rule(fast, "faster")->status == ts::RuleStatus::pass);
   CHECK(fast.shown[0] == "stored");
+  CHECK(fast.shown[1] == "-");
   // A computed row against the stored baseline: one run is no sample.
   REQUIRE(rule(routed, "faster"));
   CHECK(rule(routed, "faster")->status == ts::RuleStatus::missing);
