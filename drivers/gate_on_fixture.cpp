@@ -1,6 +1,7 @@
 #include "drivers/gate_on_fixture.hpp"
 
 #include <memory>
+#include <optional>
 
 #include "core/error.hpp"
 #include "core/progress.hpp"
@@ -19,12 +20,18 @@ namespace {
 // them buys nothing and would only cost memory.
 constexpr int64_t kRotateLimitBytes = 256ll << 20;
 
+}  // namespace
+
 // Copies of the fixture's q, k, v that timed runs cycle through, so that
 // neither side is timed on inputs the other just pulled into cache.
-struct RotatedInputs {
+struct SpeedMeasurer::Inputs {
   std::vector<Tensor> store;  // q, k, v per copy
   std::vector<AttentionProblem> problems;
 };
+
+namespace {
+
+using RotatedInputs = SpeedMeasurer::Inputs;
 
 RotatedInputs rotated_inputs(const Fixture& fx, const AttentionProblem& base, int rotate) {
   RotatedInputs r;
@@ -51,12 +58,6 @@ double confidence_of(const GateFile& g) {
   for (const auto& r : g.rules)
     if (r.is_speed()) return r.confidence;
   return 0.95;
-}
-
-bool has_speed_rule(const GateFile& g) {
-  for (const auto& r : g.rules)
-    if (r.is_speed()) return true;
-  return false;
 }
 
 // A device backend reports its kernels' CUDA-event time (stats "device_ms"):
@@ -115,9 +116,8 @@ std::string too_few(size_t c, size_t b) {
 }
 
 SpeedEvidence measure_speed(AttentionBackend& cand, AttentionBackend& base,
-                                const RotatedInputs& in, const GateFile& gate, const GateRunOptions& o) {
+                                const RotatedInputs& in, double conf, const GateRunOptions& o) {
   SpeedEvidence s;
-  const double conf = confidence_of(gate);
   if (cand.is_stored() || base.is_stored()) {
     // Stored samples were not taken in pairs with anything here: compare the
     // two sides' medians with an unpaired bootstrap, on one clock only.
@@ -189,6 +189,24 @@ SpeedEvidence measure_speed(AttentionBackend& cand, AttentionBackend& base,
 
 }  // namespace
 
+bool has_speed_rule(const GateFile& g) {
+  for (const auto& r : g.rules)
+    if (r.is_speed()) return true;
+  return false;
+}
+
+SpeedMeasurer::SpeedMeasurer(const Fixture& fx, const AttentionProblem& problem, const GateFile& gate,
+                             const GateRunOptions& opts)
+    : in_(std::make_shared<const Inputs>(rotated_inputs(fx, problem, opts.rotate))),
+      confidence_(confidence_of(gate)),
+      opts_(opts) {
+  validate(opts);
+}
+
+SpeedEvidence SpeedMeasurer::measure(AttentionBackend& candidate, AttentionBackend& baseline) const {
+  return measure_speed(candidate, baseline, *in_, confidence_, opts_);
+}
+
 GateRun run_gate_on_fixture(const GateFile& gate, const std::string& fixture_path,
                              const std::string& baseline_spec,
                              const std::vector<std::string>& candidates, const GateRunOptions& o) {
@@ -249,7 +267,8 @@ GateRun run_gate_on_fixture(const GateFile& gate, const std::string& fixture_pat
                  {"seed", o.seed}};
   const std::string gate_arg = !o.gate_arg.empty() ? o.gate_arg
                                : gate.source.rfind("builtin:", 0) == 0 ? gate.source.substr(8) : gate.source;
-  const RotatedInputs inputs = has_speed_rule(gate) ? rotated_inputs(fx, problem, o.rotate) : RotatedInputs{};
+  std::optional<SpeedMeasurer> speed;
+  if (has_speed_rule(gate)) speed.emplace(fx, problem, gate, o);
   Progress progress("gate", static_cast<int64_t>(cands.size()));
   for (size_t i = 0; i < cands.size(); ++i) {
     const std::string& spec = candidates[i];
@@ -262,7 +281,7 @@ GateRun run_gate_on_fixture(const GateFile& gate, const std::string& fixture_pat
       ev.details["params"] = cands[i]->params();
       if (!res.stats.empty()) ev.details["stats"] = res.stats;
       if (has_speed_rule(gate)) {
-        ev.speed = measure_speed(*cands[i], *base, inputs, gate, o);
+        ev.speed = speed->measure(*cands[i], *base);
         ev.details["speed"] = ev.speed->to_json();
       }
     } catch (const std::exception& e) {

@@ -4,8 +4,13 @@
 // baseline and exact, times it paired with the baseline, and judges it.
 // Shared by `touchstone gate --fixture` and `touchstone demo`.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "fixtures/attention_inputs.hpp"
+#include "fixtures/fixture.hpp"
+#include "kernels_under_test/registry.hpp"
 
 #include "gates/gate_file.hpp"
 #include "gates/verdict.hpp"
@@ -32,6 +37,28 @@ void validate(const GateRunOptions& o);
 GateRun run_gate_on_fixture(const GateFile& gate, const std::string& fixture_path,
                             const std::string& baseline_spec,
                             const std::vector<std::string>& candidates, const GateRunOptions& opts);
+
+// Whether any rule of the gate is a speed rule (then candidates are timed).
+bool has_speed_rule(const GateFile& gate);
+
+// How a candidate's speed against the baseline is measured on a fixture, the
+// one way every driver does it (the gate, the sweep): a stored side replays its
+// /timings (never a timed file read), computed sides are timed in pairs
+// A B A B ... (CUDA events when both report them, else the steady clock) on
+// rotated input copies; anything less than kMinTimingSamples a side, or two
+// clocks, is SpeedEvidence::missing with the reason.
+class SpeedMeasurer {
+ public:
+  SpeedMeasurer(const Fixture& fx, const AttentionProblem& problem, const GateFile& gate,
+                const GateRunOptions& opts);
+  SpeedEvidence measure(AttentionBackend& candidate, AttentionBackend& baseline) const;
+  struct Inputs;  // the rotated input copies (drivers/gate_on_fixture.cpp)
+
+ private:
+  std::shared_ptr<const Inputs> in_;
+  double confidence_;
+  GateRunOptions opts_;
+};
 
 // A word for a POSIX shell: as is when plain, else in single quotes.
 std::string shell_quote(const std::string& s);

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gates/metrics.hpp"
 #include "gates/verdict.hpp"
@@ -29,6 +30,12 @@ class RuleOutcomes {
   std::map<std::string, const RuleOutcome*> by_id_;
 };
 
+// The candidate's value of GateRun::columns[i] ("-" when it has none).
+inline const std::string& shown_value(const CandidateVerdict& c, size_t i) {
+  static const std::string none = "-";
+  return i < c.shown.size() ? c.shown[i] : none;
+}
+
 std::string render_terminal(const GateRun& run);
 std::string render_json(const GateRun& run);
 std::string render_junit(const GateRun& run);
@@ -36,6 +43,10 @@ std::string render_markdown(const GateRun& run);
 // One HTML5 file, no scripts or external resources: verdict badges, the
 // rules table per candidate, each rule's figures against its bound.
 std::string render_html(const GateRun& run);
+// Several runs on one page (a sweep's attention table and its block's stage chain), each as
+// render_html shows it alone, under `title` and the lines of `notes`.
+std::string render_html(const std::vector<const GateRun*>& runs, const std::string& title,
+                        const std::vector<std::string>& notes);
 
 // What `touchstone compare F A B --html` shows: plain figures, so that gates/
 // stays free of fixtures.

@@ -283,9 +283,9 @@ std::string optional_cell(const std::optional<double>& v, int digits) {
          esc(format_number(*v, digits)) + "</td>";
 }
 
-}  // namespace
-
-std::string render_html(const GateRun& run) {
+// One run's part of a page; `anchor` prefixes its candidates' ids, so that
+// several runs share a page.
+std::string run_section(const GateRun& run, const std::string& anchor) {
   std::vector<RuleOutcomes> idx;
   idx.reserve(run.candidates.size());
   for (const auto& c : run.candidates) idx.emplace_back(c);
@@ -293,7 +293,6 @@ std::string render_html(const GateRun& run) {
   for (const auto& c : run.candidates)
     (c.verdict == Verdict::accept ? acc : c.verdict == Verdict::reject ? rej : inc)++;
   std::ostringstream o;
-  o << page_open("touchstone gate " + run.gate.name);
   o << "<h1>touchstone gate <code>" << esc(run.gate.name) << "</code>: " << acc << " of " << run.candidates.size()
     << " accepted</h1>\n";
   if (!run.gate.description.empty()) o << "<p>" << esc(run.gate.description) << "</p>\n";
@@ -307,11 +306,13 @@ std::string render_html(const GateRun& run) {
   o << "<h2>Summary</h2>\n<p>" << acc << " accepted, " << rej << " rejected, " << inc
     << " inconclusive; exit code " << run.exit_code() << "</p>\n";
   o << "<table class=\"summary\">\n<tr><th>candidate</th>";
+  for (const auto& col : run.columns) o << "<th>" << esc(col) << "</th>";
   for (const auto& r : run.gate.rules) o << "<th>" << esc(rule_title(r)) << "</th>";
   o << "<th>verdict</th></tr>\n";
   for (size_t i = 0; i < run.candidates.size(); ++i) {
     const auto& c = run.candidates[i];
-    o << "<tr><td><a href=\"#candidate-" << i << "\"><code>" << esc(c.candidate) << "</code></a></td>";
+    o << "<tr><td><a href=\"#" << anchor << i << "\"><code>" << esc(c.candidate) << "</code></a></td>";
+    for (size_t k = 0; k < run.columns.size(); ++k) o << "<td class=\"num\">" << esc(shown_value(c, k)) << "</td>";
     for (const auto& r : run.gate.rules) {
       const RuleOutcome* oc = idx[i].find(r.id);
       if (!oc) {
@@ -338,7 +339,7 @@ std::string render_html(const GateRun& run) {
 
   for (size_t i = 0; i < run.candidates.size(); ++i) {
     const auto& c = run.candidates[i];
-    o << "<h2 id=\"candidate-" << i << "\">" << badge(c.verdict) << " <code>" << esc(c.candidate) << "</code></h2>\n";
+    o << "<h2 id=\"" << anchor << i << "\">" << badge(c.verdict) << " <code>" << esc(c.candidate) << "</code></h2>\n";
     if (!c.error.empty()) o << "<p class=\"error\">candidate failed: " << esc(c.error) << "</p>\n";
     o << rules_table(c);
     if (!c.notes.empty()) {
@@ -350,6 +351,26 @@ std::string render_html(const GateRun& run) {
     if (c.details.contains("worst_vs_baseline")) o << worst_groups(c.details["worst_vs_baseline"]);
     if (!c.repro.empty()) o << "<p>repro:</p>\n<pre><code>" << esc(c.repro) << "</code></pre>\n";
   }
+  return o.str();
+}
+
+}  // namespace
+
+std::string render_html(const GateRun& run) {
+  return page_open("touchstone gate " + run.gate.name) + run_section(run, "candidate-") + page_close();
+}
+
+std::string render_html(const std::vector<const GateRun*>& runs, const std::string& title,
+                        const std::vector<std::string>& notes) {
+  std::ostringstream o;
+  o << page_open(title) << "<h1>" << esc(title) << "</h1>\n";
+  if (!notes.empty()) {
+    o << "<ul class=\"notes\">\n";
+    for (const auto& n : notes) o << "<li>" << esc(n) << "</li>\n";
+    o << "</ul>\n";
+  }
+  for (size_t k = 0; k < runs.size(); ++k)
+    o << run_section(*runs[k], "run" + std::to_string(k) + "-candidate-");
   o << page_close();
   return o.str();
 }

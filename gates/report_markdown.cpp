@@ -40,14 +40,17 @@ std::string render_markdown(const GateRun& run) {
   out << "Baseline `" << md(run.baseline) << "`, tensor `" << md(run.gate.tensor) << "`, input `"
       << md(run.input) << "` (" << run.mode << ").\n\n";
   out << "| candidate |";
+  for (const auto& col : run.columns) out << " " << md(col) << " |";
   for (const auto& r : run.gate.rules)
     out << " " << md(r.id) << " (" << md(r.metric) << (r.is_speed() ? "" : " vs " + r.against) << " "
         << md(r.bound_text()) << ") |";
   out << " verdict |\n|---|";
+  for (size_t i = 0; i < run.columns.size(); ++i) out << "---|";
   for (size_t i = 0; i < run.gate.rules.size(); ++i) out << "---|";
   out << "---|\n";
   for (const auto& c : run.candidates) {
     out << "| `" << md(c.candidate) << "` |";
+    for (size_t i = 0; i < run.columns.size(); ++i) out << " " << md(shown_value(c, i)) << " |";
     const RuleOutcomes by_id(c);
     for (const auto& r : run.gate.rules) {
       const RuleOutcome* it = by_id.find(r.id);

@@ -37,11 +37,13 @@ std::string render_terminal(const GateRun& run) {
 
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> head{"candidate"};
+  head.insert(head.end(), run.columns.begin(), run.columns.end());
   for (const auto& r : run.gate.rules) head.push_back(header(r));
   head.push_back("verdict");
   rows.push_back(head);
   for (const auto& c : run.candidates) {
     std::vector<std::string> row{c.candidate};
+    for (size_t i = 0; i < run.columns.size(); ++i) row.push_back(shown_value(c, i));
     const RuleOutcomes by_id(c);
     for (const auto& r : run.gate.rules) {
       const RuleOutcome* o = by_id.find(r.id);

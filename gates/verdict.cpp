@@ -367,6 +367,7 @@ nlohmann::json CandidateVerdict::to_json() const {
   if (!error.empty()) j["error"] = error;
   if (!repro.empty()) j["repro"] = repro;
   j["clock"] = clock.empty() ? nlohmann::json(nullptr) : nlohmann::json(clock);
+  if (!shown.empty()) j["shown"] = shown;
   j["details"] = details;
   return j;
 }
@@ -379,6 +380,7 @@ nlohmann::json GateRun::to_json() const {
   j["input"] = input;
   j["baseline"] = baseline;
   j["context"] = context;
+  if (!columns.empty()) j["columns"] = columns;
   j["candidates"] = nlohmann::json::array();
   int acc = 0, rej = 0, inc = 0;
   for (const auto& c : candidates) {

@@ -92,6 +92,8 @@ struct CandidateVerdict {
   std::string error;
   std::string repro;  // one-line command reproducing a verdict that is not ACCEPT
   std::string clock;  // the clock the speed was judged on; empty when no speed rule was judged
+  // Values of GateRun::columns for this candidate, in that order (a sweep's tau, density, ...).
+  std::vector<std::string> shown;
   nlohmann::json details = nlohmann::json::object();
   nlohmann::json to_json() const;
 };
@@ -105,6 +107,9 @@ struct GateRun {
   std::string input;  // fixture or measurements path
   std::string baseline;
   std::vector<CandidateVerdict> candidates;
+  // Figures every report shows before the rules, one title per column (a sweep's tau, density,
+  // distances): what the reader needs beside the verdict and is not itself a rule's figure.
+  std::vector<std::string> columns;
   nlohmann::json context = nlohmann::json::object();  // seed, pairs, report metadata, ...
   int exit_code() const;  // 0 all accepted, 1 otherwise
   nlohmann::json to_json() const;

@@ -99,3 +99,43 @@ TEST_CASE("atomic write replaces whole files and leaves nothing on failure") {
   CHECK_THROWS_AS(write_file_atomic(dir + "/no/such/dir/r.json", "x"), InputError);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("leading columns: every table shows them before the rules, in the run's order") {
+  GateRun run = test::judge_report(test::seed_json());
+  run.columns = {"tau", "density|x"};
+  run.candidates[0].shown = {"1.3", "0.098"};
+  run.candidates[1].shown = {"7<8"};  // one short: the rest shows "-"
+  const std::string t = render_terminal(run), m = render_markdown(run), h = render_html(run);
+  CHECK(t.find("candidate") < t.find("tau"));
+  CHECK(t.find("tau") < t.find("density|x"));
+  CHECK(t.find("density|x") < t.find("sage_like:"));
+  CHECK(t.find(run.candidates[0].candidate) < t.find("0.098"));
+  CHECK(m.find("| candidate | tau | density\\|x | sage_like") != std::string::npos);
+  CHECK(m.find("| `" + run.candidates[0].candidate + "` | 1.3 | 0.098 |") != std::string::npos);
+  CHECK(m.find("| 7<8 | - |") != std::string::npos);
+  CHECK(h.find("<th>candidate</th><th>tau</th><th>density|x</th>") != std::string::npos);
+  CHECK(h.find("<td class=\"num\">7&lt;8</td><td class=\"num\">-</td>") != std::string::npos);
+  const auto j = nlohmann::json::parse(render_json(run));
+  CHECK(j["columns"].size() == 2);
+  CHECK(j["candidates"][0]["shown"][1] == "0.098");
+  CHECK_FALSE(j["candidates"][2].contains("shown"));
+}
+
+TEST_CASE("HTML: several runs on one page, each with its own anchors, under one title and notes") {
+  const GateRun a = test::judge_report(test::seed_json());
+  GateRun b = a;
+  b.gate.name = "second-run";
+  const std::string h = render_html({&a, &b}, "two <runs>", {"a note & more"});
+  CHECK(count(h, "<!DOCTYPE html>") == 1);
+  CHECK(count(h, "</html>") == 1);
+  CHECK(h.find("<title>two &lt;runs&gt;</title>") != std::string::npos);
+  CHECK(h.find("<li>a note &amp; more</li>") != std::string::npos);
+  CHECK(h.find("second-run") != std::string::npos);
+  for (size_t i = 0; i < a.candidates.size(); ++i)
+    for (const char* r : {"run0-candidate-", "run1-candidate-"}) {
+      CHECK(count(h, "id=\"" + std::string(r) + std::to_string(i) + "\"") == 1);
+      CHECK(count(h, "href=\"#" + std::string(r) + std::to_string(i) + "\"") == 1);
+    }
+  // One run alone keeps its page as before.
+  CHECK(render_html(a).find("id=\"candidate-0\"") != std::string::npos);
+}

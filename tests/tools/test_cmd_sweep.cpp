@@ -2,6 +2,8 @@
 // synthetic fixture, as a user runs them.
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <sys/wait.h>
@@ -86,6 +88,43 @@ TEST_CASE("touchstone sweep: bad input exits 2") {
   CHECK(cli("sweep \"" + tiny_fixture() + "\" --tau 1 --baseline sage2:preset=sm1").rc == 2);
   CHECK(cli("sweep /nonexistent/touchstone.h5 --tau 1").rc == 2);
   CHECK(cli("sweep --help").rc == 0);
+}
+
+TEST_CASE("touchstone sweep --gate: the seed's table as terminal, JSON, Markdown and HTML, one exit code") {
+  namespace fs = std::filesystem;
+  const std::string dir = fs::path(tiny_fixture()).parent_path().string();
+  const std::string md = dir + "/sweep_" + std::to_string(getpid()) + ".md";
+  const std::string html = dir + "/sweep_" + std::to_string(getpid()) + ".html";
+  const std::string args = "sweep \"" + tiny_fixture() + "\" --tau 0,3 --param block_k=8 --gate sparse_acceptance";
+  const Run r = cli(args + " --markdown \"" + md + "\" --html \"" + html + "\" --json");
+  // sage-like rows with no timing samples: INCONCLUSIVE, so the gate's exit code 1.
+  CHECK(r.rc == 1);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j.at("gate").at("candidates").size() == 2);
+  for (const auto& c : j.at("gate").at("candidates")) {
+    CHECK(c.at("verdict") != "ACCEPT");
+    CHECK(c.at("shown").size() == 5);
+  }
+  CHECK(j.at("rows")[1].at("verdict") == j.at("gate").at("candidates")[1].at("verdict"));
+  CHECK(j.at("block").at("skipped").get<std::string>().find("has no block") != std::string::npos);
+  CHECK(j.at("exit_code") == 1);
+  std::ifstream mf(md), hf(html);
+  const std::string mtext((std::istreambuf_iterator<char>(mf)), {}), htext((std::istreambuf_iterator<char>(hf)), {});
+  CHECK(mtext.find("| candidate | tau | density | rel_l2 vs sage2_sm121 | rel_l2 vs exact |") != std::string::npos);
+  CHECK(mtext.find("not timed (--pairs 0)") != std::string::npos);
+  CHECK(htext.find("<th>rel_l2 vs exact</th>") != std::string::npos);
+  CHECK(htext.find("has no block") != std::string::npos);
+  const Run t = cli(args);
+  CHECK(t.rc == 1);
+  CHECK(t.out.find("summary: 0 accepted") != std::string::npos);
+  // Reports need verdicts; a bad --block or report path is bad input, and nothing is written.
+  fs::remove(md);
+  CHECK(cli("sweep \"" + tiny_fixture() + "\" --tau 3 --markdown \"" + md + "\"").rc == 2);
+  CHECK_FALSE(fs::exists(md));
+  CHECK(cli(args + " --block on").rc == 2);
+  CHECK(cli(args + " --html /nonexistent/dir/t.html").rc == 2);
+  CHECK(cli(args + " --pairs -1").rc == 2);
+  fs::remove(html);
 }
 
 TEST_CASE("touchstone bench emulation: times every backend against exact") {
