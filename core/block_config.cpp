@@ -45,6 +45,19 @@ void BlockConfig::validate(const std::string& where) const {
   if (!(rms_eps > 0)) fail("rms_eps must be > 0");
   if (!(rope_theta > 0)) fail("rope_theta must be > 0");
   if (segments.empty()) fail("segments is empty");
+  // Sizes come from the file: a corrupt one must be refused, not overflow
+  // (fuzz_fixture found grid_t*grid_h*grid_w wrapping; signed overflow is UB).
+  auto mul = [&](int64_t a, int64_t b, const std::string& what) {
+    int64_t r = 0;
+    if (__builtin_mul_overflow(a, b, &r)) fail(what + " overflows a 64-bit count");
+    return r;
+  };
+  auto add = [&](int64_t a, int64_t b, const std::string& what) {
+    int64_t r = 0;
+    if (__builtin_add_overflow(a, b, &r)) fail(what + " overflows a 64-bit count");
+    return r;
+  };
+  const int64_t grid = mul(mul(grid_t, grid_h, "grid_t*grid_h"), grid_w, "grid_t*grid_h*grid_w");
   int64_t expect = 0, video = 0;
   for (size_t i = 0; i < segments.size(); ++i) {
     const auto& s = segments[i];
@@ -56,12 +69,12 @@ void BlockConfig::validate(const std::string& where) const {
     if (s.start > expect)
       fail(id + " leaves a gap (starts at " + std::to_string(s.start) + ", expected " +
            std::to_string(expect) + ")");
-    expect = s.end();
-    if (s.video) video += s.length;
+    expect = add(s.start, s.length, id + ": start + length");
+    if (s.video) video = add(video, s.length, "the video segments' total");
   }
-  if (video != video_tokens())
+  if (video != grid)
     fail("video segments hold " + std::to_string(video) + " tokens but grid_t*grid_h*grid_w = " +
-         std::to_string(video_tokens()));
+         std::to_string(grid));
   if (token_order != "thw" && token_order.rfind("tile:", 0) != 0)
     fail("token_order must be 'thw' or 'tile:TTxTHxTW', got '" + token_order + "'");
 }

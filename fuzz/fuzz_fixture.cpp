@@ -25,6 +25,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <execinfo.h>
+#include <link.h>
 #include <pthread.h>
 #include <sanitizer/common_interface_defs.h>
 #include <signal.h>
@@ -63,6 +64,23 @@ bool g_library_fault = false;
 
 // The first stack frame of an ASan report that is not the runtime's own
 // (interceptors, memcpy and friends) decides whose defect it is.
+// An unsymbolised frame (no llvm-symbolizer on the machine) in this
+// executable: is it inside one of the sanitizer runtime's exported
+// interceptors (memcpy, malloc, …)? touchstone's own functions are not
+// exported, so they never match.
+bool runtime_address(const std::string& line) {
+  const size_t at = line.find("0x");
+  if (at == std::string::npos) return false;
+  void* pc = reinterpret_cast<void*>(std::strtoull(line.c_str() + at, nullptr, 16));
+  Dl_info info{};
+  void* extra = nullptr;
+  if (!::dladdr1(pc, &info, &extra, RTLD_DL_SYMENT) || !info.dli_sname || !extra) return false;
+  const auto* sym = static_cast<const ElfW(Sym)*>(extra);
+  const auto start = reinterpret_cast<uintptr_t>(info.dli_saddr);
+  const auto p = reinterpret_cast<uintptr_t>(pc);
+  return p >= start && p < start + sym->st_size;
+}
+
 void classify_report(const char* report) {
   std::istringstream lines(report);
   std::string line;
@@ -71,11 +89,14 @@ void classify_report(const char* report) {
     if (hash == std::string::npos || line[hash] != '#') continue;
     // A frame libhdf5 exports no symbol for reads "#1 0x… (…/libhdf5_serial.so.103+0x…)".
     bool runtime = false;
-    if (line.find(" in ") != std::string::npos)
+    if (line.find(" in ") != std::string::npos) {
       for (const char* r : {"__interceptor", "__asan", "__sanitizer", "malloc", "calloc", "realloc", "free",
                             "operator new", "memcpy", "memmove", "memset", "strlen",
                             "strnlen", "strcpy", "strncpy", "strcmp", "strncmp"})
         runtime = runtime || line.find(r) != std::string::npos;
+    } else {
+      runtime = runtime_address(line);
+    }
     for (const char* r : {"/libc.so", "/libstdc++", "/libgcc_s"}) runtime = runtime || line.find(r) != std::string::npos;
     if (runtime) continue;
     g_library_fault = line.find("libhdf5") != std::string::npos;

@@ -5,7 +5,9 @@
 # The counts that fuzz/README.md records come from this script.
 # usage: fuzz/run-counted.sh BUILD_DIR SECONDS WORKERS OUT_DIR [TARGET ...]
 #   (BUILD_DIR configured with -DTOUCHSTONE_FUZZ=ON; default targets: all four)
-#   env: TOUCHSTONE, the CLI that writes fuzz_fixture's seeds (default BUILD_DIR/touchstone)
+#   env: TOUCHSTONE, the CLI that writes fuzz_fixture's seeds (default BUILD_DIR/touchstone);
+#        SEEDS_DIR, a folder of seed folders named by target (default fuzz/corpus; the
+#        fixture's are written by TOUCHSTONE when SEEDS_DIR has none)
 # exit: 0 no crash; 1 a target crashed or failed to run (its log's tail is printed).
 set -uo pipefail
 build=${1:?usage: run-counted.sh BUILD_DIR SECONDS WORKERS OUT_DIR [TARGET ...]}
@@ -22,7 +24,7 @@ for t in "${targets[@]}"; do
   [ -x "$exe" ] || { echo "fuzz_$t: not built ($exe)"; rc=1; continue; }
   work="$out/corpus_$t"
   mkdir -p "$work"
-  seeds="$here/corpus/$t"
+  seeds="${SEEDS_DIR:-$here/corpus}/$t"
   if [ ! -d "$seeds" ]; then
     seeds="$out/seeds_$t"
     "$here/make_fixture_seeds.sh" "${TOUCHSTONE:-$build/touchstone}" "$seeds" > /dev/null || { echo "fuzz_$t: no seeds"; rc=1; continue; }

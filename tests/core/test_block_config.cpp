@@ -52,6 +52,14 @@ TEST_CASE("config validation names the broken rule") {
   auto video = c;
   video.grid_t = 3;
   expect_error(video, "video segments");
+  // Found by fuzz_fixture (UBSan: signed overflow in video_tokens()).
+  auto huge_grid = c;
+  huge_grid.grid_t = 8032558528477948785;
+  huge_grid.grid_h = 4;
+  expect_error(huge_grid, "grid_t*grid_h overflows");
+  auto huge_segment = c;
+  huge_segment.segments.back().length = INT64_MAX - 1;
+  expect_error(huge_segment, "start + length overflows");
 }
 
 TEST_CASE("segments JSON round-trips and is parsed strictly") {
