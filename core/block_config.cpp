@@ -21,8 +21,17 @@ int64_t BlockConfig::video_tokens() const { return grid_t * grid_h * grid_w; }
 
 void BlockConfig::validate(const std::string& where) const {
   auto fail = [&](const std::string& msg) { throw InputError(where + ": " + msg); };
+  // Sizes come from the file. Bounds far above any model (block24: hidden
+  // 5376, 56 x 128 heads, 37810 tokens) keep every size derived from them
+  // (3 x heads x head_dim, tokens x 2 x ffn_hidden, …) inside 64 bits: a
+  // corrupt value is refused here, not multiplied into an overflow later
+  // (fuzz_fixture found both; signed overflow is undefined behaviour).
+  constexpr int64_t kMaxDim = int64_t(1) << 24, kMaxTokens = int64_t(1) << 31;
   auto positive = [&](int64_t v, const char* name) {
     if (v <= 0) fail(std::string(name) + " must be > 0, got " + std::to_string(v));
+    if (v > kMaxDim)
+      fail(std::string(name) + " " + std::to_string(v) + " is beyond touchstone's limit of " +
+           std::to_string(kMaxDim) + " (a corrupt /config?)");
   };
   positive(hidden, "hidden");
   positive(heads, "heads");
@@ -31,6 +40,9 @@ void BlockConfig::validate(const std::string& where) const {
   positive(grid_t, "grid_t");
   positive(grid_h, "grid_h");
   positive(grid_w, "grid_w");
+  if (heads * head_dim > kMaxDim)
+    fail("heads x head_dim " + std::to_string(heads * head_dim) + " is beyond touchstone's limit of " +
+         std::to_string(kMaxDim) + " (a corrupt /config?)");
   if (head_dim % 2) fail("head_dim must be even, got " + std::to_string(head_dim));
   if (rope_rot_dims < 0 || rope_rot_dims % 2 || rope_rot_dims > head_dim)
     fail("rope_rot_dims must be even and <= head_dim (" + std::to_string(head_dim) + "), got " +
@@ -45,8 +57,6 @@ void BlockConfig::validate(const std::string& where) const {
   if (!(rms_eps > 0)) fail("rms_eps must be > 0");
   if (!(rope_theta > 0)) fail("rope_theta must be > 0");
   if (segments.empty()) fail("segments is empty");
-  // Sizes come from the file: a corrupt one must be refused, not overflow
-  // (fuzz_fixture found grid_t*grid_h*grid_w wrapping; signed overflow is UB).
   auto mul = [&](int64_t a, int64_t b, const std::string& what) {
     int64_t r = 0;
     if (__builtin_mul_overflow(a, b, &r)) fail(what + " overflows a 64-bit count");
@@ -72,6 +82,9 @@ void BlockConfig::validate(const std::string& where) const {
     expect = add(s.start, s.length, id + ": start + length");
     if (s.video) video = add(video, s.length, "the video segments' total");
   }
+  if (expect > kMaxTokens)
+    fail("the segments hold " + std::to_string(expect) + " tokens, beyond touchstone's limit of " +
+         std::to_string(kMaxTokens) + " (a corrupt /config?)");
   if (video != grid)
     fail("video segments hold " + std::to_string(video) + " tokens but grid_t*grid_h*grid_w = " +
          std::to_string(grid));

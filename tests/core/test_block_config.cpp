@@ -56,10 +56,23 @@ TEST_CASE("config validation names the broken rule") {
   auto huge_grid = c;
   huge_grid.grid_t = 8032558528477948785;
   huge_grid.grid_h = 4;
-  expect_error(huge_grid, "grid_t*grid_h overflows");
+  expect_error(huge_grid, "grid_t 8032558528477948785 is beyond touchstone's limit");
+  auto wide_grid = c;  // each factor within bounds, the product not
+  wide_grid.grid_t = wide_grid.grid_h = wide_grid.grid_w = int64_t(1) << 22;
+  expect_error(wide_grid, "grid_t*grid_h*grid_w overflows");
   auto huge_segment = c;
   huge_segment.segments.back().length = INT64_MAX - 1;
   expect_error(huge_segment, "start + length overflows");
+  auto many_tokens = c;
+  many_tokens.segments.back().length = int64_t(1) << 40;
+  expect_error(many_tokens, "beyond touchstone's limit of 2147483648");
+  // ... and validate.cpp's 2 x ffn_hidden (UBSan at 2 x 2^63-1).
+  auto ffn = c;
+  ffn.ffn_hidden = INT64_MAX;
+  expect_error(ffn, "ffn_hidden 9223372036854775807 is beyond");
+  auto width = c;
+  width.heads = width.head_dim = int64_t(1) << 20;
+  expect_error(width, "heads x head_dim");
 }
 
 TEST_CASE("segments JSON round-trips and is parsed strictly") {
