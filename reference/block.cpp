@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "core/progress.hpp"
+#include "core/stopwatch.hpp"
 #include "reference/block_linear.hpp"
 #include "reference/block_stages.hpp"
 
@@ -145,21 +146,6 @@ nlohmann::json block_params(const BlockOptions& opts, const AttentionBackend& at
   return p;
 }
 
-namespace {
-
-class Timer {
- public:
-  Timer() : t0_(std::chrono::steady_clock::now()) {}
-  double ms() const {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
-  }
-
- private:
-  std::chrono::steady_clock::time_point t0_;
-};
-
-}  // namespace
-
 BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const BlockOptions& opts) {
   in.validate("block");
   if (opts.linear == LinearMode::nvfp4 && opts.recipe.empty())
@@ -176,13 +162,13 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
 
   BlockResult res;
   std::map<std::string, Tensor>& st = res.stages;
-  const Timer total;
+  const Stopwatch total;
   Progress progress("block stages", static_cast<int64_t>(block_stage_names().size()));
   using St = BlockStage;
   const auto N = [](BlockStage s) { return std::string(stage_name(s)); };
   auto timed = [&](BlockStage stage, auto&& fn) {
     const std::string name = N(stage);
-    const Timer t;
+    const Stopwatch t;
     st[name] = fn();
     res.stage_ms[name] = t.ms();
     progress.advance();

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/progress.hpp"
+#include "core/stopwatch.hpp"
 #include "reference/block_stages.hpp"
 #include "reference/cuda/block_kernel.hpp"
 #include "reference/cuda/exact_kernel.hpp"
@@ -22,17 +23,6 @@ using blockdev::Buffer;
 void check(const std::string& err, const std::string& what) {
   if (!err.empty()) throw InternalError("block_cuda: " + what + ": " + err);
 }
-
-class Timer {
- public:
-  Timer() : t0_(std::chrono::steady_clock::now()) {}
-  double ms() const {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
-  }
-
- private:
-  std::chrono::steady_clock::time_point t0_;
-};
 
 Buffer alloc(size_t n, bool f64) {
   Buffer b;
@@ -198,11 +188,11 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
   const ts::blk::LinearSpec lin{opts.linear, opts.recipe, opts.chunk_tokens};
 
   BlockResult res;
-  const Timer total;
+  const Stopwatch total;
   Progress progress("block stages (device)", static_cast<int64_t>(block_stage_names().size()));
 
   // The inputs on the device, read as the host's stages read them.
-  const Timer t_in;
+  const Stopwatch t_in;
   Transfers io;
   const Buffer x = io.upload_plain(in.x.ptr(), static_cast<size_t>(S * M), f64);
   const Buffer mod = io.upload_plain(in.modulation.ptr(), static_cast<size_t>(in.modulation.numel()), f64);
@@ -248,7 +238,7 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
   // allocated in parallel; a kept stage stays on the device until then.
   std::vector<std::string> pending;
   auto to_host = [&](const std::vector<std::string>& names) {
-    const Timer t;
+    const Stopwatch t;
     std::vector<std::vector<int64_t>> sh;
     for (const auto& name : names) sh.push_back(shapes.at(name));
     std::vector<Tensor> host = allocate(sh, f64 ? DType::f64 : DType::bf16);
@@ -260,7 +250,7 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
   };
   auto timed = [&](BlockStage stage, std::vector<int64_t> shape, auto&& fn) {
     const std::string name = N(stage);
-    const Timer t;
+    const Stopwatch t;
     Buffer out = fn();
     check(blockdev::synchronize(), name);
     res.stage_ms[name] = t.ms();
@@ -313,7 +303,7 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
     for (BlockStage in_stage : {St::qkv, St::q_rope, St::k_rope})
       pending.erase(std::remove(pending.begin(), pending.end(), N(in_stage)), pending.end());
     const std::string name = N(St::attention);
-    const Timer t;
+    const Stopwatch t;
     AttentionProblem p;
     p.q = BSHDView::of(st.at(N(St::q_rope)));
     p.k = BSHDView::of(st.at(N(St::k_rope)));
