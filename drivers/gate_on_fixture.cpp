@@ -241,14 +241,7 @@ GateRun run_gate_on_fixture(const GateFile& gate, const std::string& fixture_pat
   }
 
   const Tensor exact_out = exact->run(problem).out;
-  Tensor base_out;
-  try {
-    base_out = base->run(problem).out;
-  } catch (const InputError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw InputError("baseline '" + baseline_spec + "' failed: " + e.what());
-  }
+  const Tensor base_out = run_baseline(*base, problem, baseline_spec);
   const MetricSet base_exact = compute_metrics(base_out, exact_out);
   const Figures base_exact_figures = accuracy_figures(base_out, exact_out, &fx.config);
 
@@ -300,6 +293,16 @@ void validate(const GateRunOptions& o) {
   if (o.warmup < 0) throw InputError("--warmup must not be negative, got " + std::to_string(o.warmup));
   if (o.rotate < 1) throw InputError("--rotate must be at least 1, got " + std::to_string(o.rotate));
   if (!(o.budget_s >= 0)) throw InputError("--budget-s must not be negative");
+}
+
+Tensor run_baseline(AttentionBackend& baseline, const AttentionProblem& problem, const std::string& spec) {
+  try {
+    return baseline.run(problem).out;
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw InputError("baseline '" + spec + "' failed: " + e.what());
+  }
 }
 
 std::string shell_quote(const std::string& s) {

@@ -60,6 +60,10 @@ class SpeedMeasurer {
   GateRunOptions opts_;
 };
 
+// The baseline's output on the problem. A baseline that fails to run is bad
+// input (the user named it), reported as "baseline 'SPEC' failed: why".
+Tensor run_baseline(AttentionBackend& baseline, const AttentionProblem& problem, const std::string& spec);
+
 // A word for a POSIX shell: as is when plain, else in single quotes.
 std::string shell_quote(const std::string& s);
 

@@ -227,14 +227,7 @@ SweepResult run_sweep(const std::string& fixture, const SweepOptions& o) {
   const double exact_ms = ms_since(t0);
   progress.advance();
   t0 = Clock::now();
-  Tensor base_out;
-  try {
-    base_out = base->run(problem).out;
-  } catch (const InputError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw InputError("baseline '" + baseline + "' failed: " + e.what());
-  }
+  const Tensor base_out = run_baseline(*base, problem, baseline);
   const double base_ms = ms_since(t0);
   progress.advance();
   wall["exact_ms"] = exact_ms;  // each backend's own run, as the rows' ms
