@@ -77,9 +77,12 @@ ts::cli::Registration reg{
       ts::cli::add_json_option(app, o->json, "the result");
       ts::cli::add_report_option(app, "--markdown", o->markdown, "with --gate, write the table as Markdown");
       ts::cli::add_report_option(app, "--html", o->html, "with --gate, write the table as a self-contained HTML page");
+      // The preset comes from the one table (tests/reference/test_sage2_presets.cpp).
       ts::cli::set_example(app,
-                           "touchstone sweep b.h5 --backend sol_cuda --tau 0.5,1,1.3,2,3 --baseline "
-                           "sage2_cuda:preset=sm121 --exact exact_cuda --gate sparse_acceptance --markdown t.md --html t.html");
+                           std::string("touchstone sweep b.h5 --backend sol_cuda --tau 0.5,1,1.3,2,3 --baseline "
+                                       "sage2_cuda:preset=") +
+                               ts::sage2_default_preset().name +
+                               " --exact exact_cuda --gate sparse_acceptance --markdown t.md --html t.html");
       return [o] { return run(*o); };
     }};
 
