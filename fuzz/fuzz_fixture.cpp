@@ -15,17 +15,16 @@
 //
 // A sanitizer report about touchstone's own code is a finding wherever it
 // happens: the dying process exits with kSanitizerExit and the fuzzer aborts
-// (the report is on stderr above). A report whose first frame outside the
-// sanitizer and C runtimes is in libhdf5 (ASan's memcpy checks on the
-// library's corrupt heaps; its allocations of 2^41 bytes; a SEGV inside it)
-// is the library's defect that the isolation exists for: that process dies
-// like a crashed one. Built without ASan (TOUCHSTONE_FUZZ_SANITIZERS=undefined,
+// (the report is on stderr above). A report whose stack reaches libhdf5
+// before touchstone's own code (ASan's memcpy checks on the library's corrupt
+// heaps, or on what zlib or a filter plugin decodes for it; its allocations
+// of 2^41 bytes; a SEGV inside it) is the library's defect that the isolation
+// exists for: that process dies like a crashed one (fuzz/crash_attribution
+// holds the rule). Built without ASan (TOUCHSTONE_FUZZ_SANITIZERS=undefined,
 // for counted runs), fatal signals are classified the same way by their
 // stack.
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <execinfo.h>
-#include <link.h>
 #include <pthread.h>
 #include <sanitizer/common_interface_defs.h>
 #include <signal.h>
@@ -50,11 +49,12 @@
 #include <map>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "fixtures/fixture.hpp"
+#include "crash_attribution.hpp"
 #include "persistent_worker.hpp"
 
 namespace {
@@ -62,47 +62,8 @@ constexpr int kSanitizerExit = 86;
 
 bool g_library_fault = false;
 
-// The first stack frame of an ASan report that is not the runtime's own
-// (interceptors, memcpy and friends) decides whose defect it is.
-// An unsymbolised frame (no llvm-symbolizer on the machine) in this
-// executable: is it inside one of the sanitizer runtime's exported
-// interceptors (memcpy, malloc, …)? touchstone's own functions are not
-// exported, so they never match.
-bool runtime_address(const std::string& line) {
-  const size_t at = line.find("0x");
-  if (at == std::string::npos) return false;
-  void* pc = reinterpret_cast<void*>(std::strtoull(line.c_str() + at, nullptr, 16));
-  Dl_info info{};
-  void* extra = nullptr;
-  if (!::dladdr1(pc, &info, &extra, RTLD_DL_SYMENT) || !info.dli_sname || !extra) return false;
-  const auto* sym = static_cast<const ElfW(Sym)*>(extra);
-  const auto start = reinterpret_cast<uintptr_t>(info.dli_saddr);
-  const auto p = reinterpret_cast<uintptr_t>(pc);
-  return p >= start && p < start + sym->st_size;
-}
-
-void classify_report(const char* report) {
-  std::istringstream lines(report);
-  std::string line;
-  while (std::getline(lines, line)) {
-    const size_t hash = line.find_first_not_of(' ');
-    if (hash == std::string::npos || line[hash] != '#') continue;
-    // A frame libhdf5 exports no symbol for reads "#1 0x… (…/libhdf5_serial.so.103+0x…)".
-    bool runtime = false;
-    if (line.find(" in ") != std::string::npos) {
-      for (const char* r : {"__interceptor", "__asan", "__sanitizer", "malloc", "calloc", "realloc", "free",
-                            "operator new", "memcpy", "memmove", "memset", "strlen",
-                            "strnlen", "strcpy", "strncpy", "strcmp", "strncmp"})
-        runtime = runtime || line.find(r) != std::string::npos;
-    } else {
-      runtime = runtime_address(line);
-    }
-    for (const char* r : {"/libc.so", "/libstdc++", "/libgcc_s"}) runtime = runtime || line.find(r) != std::string::npos;
-    if (runtime) continue;
-    g_library_fault = line.find("libhdf5") != std::string::npos;
-    return;
-  }
-}
+// The report's stack decides (fuzz/crash_attribution: whose frames).
+void classify_report(const char* report) { g_library_fault = ts::fuzz::library_fault(ts::fuzz::report_stack(report)); }
 
 // Dies like a crashed child. This runs inside ASan's SIGSEGV handler when
 // the report was a SEGV, where SIGSEGV is blocked: unblock it first.
@@ -119,22 +80,11 @@ void child_death() {
 }
 // A fatal signal without a sanitizer report (any SIGABRT; every signal in a
 // build without ASan, whose own handlers would otherwise report it) is
-// classified by the first stack frame outside the C and C++ runtimes.
-bool runtime_object(const char* path) {
-  for (const char* r : {"/libc.so", "/libc-", "/libstdc++", "/libgcc_s", "/ld-linux", "/libm.so", "/libpthread"})
-    if (std::strstr(path, r)) return true;
-  return false;
-}
+// classified by its stack the same way.
 void on_fatal_signal(int sig) {
   void* frames[64];
   const int n = ::backtrace(frames, 64);
-  for (int i = 1; i < n; ++i) {
-    Dl_info info{};
-    if (!::dladdr(frames[i], &info) || !info.dli_fname) continue;
-    if (runtime_object(info.dli_fname)) continue;
-    g_library_fault = std::strstr(info.dli_fname, "libhdf5") != nullptr;
-    break;
-  }
+  g_library_fault = n > 1 && ts::fuzz::library_fault(std::vector<void*>(frames + 1, frames + n));
   if (!g_library_fault) {
     std::fprintf(stderr, "fuzz_fixture: signal %d in touchstone's own code:\n", sig);
     ::backtrace_symbols_fd(frames, n, 2);
