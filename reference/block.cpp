@@ -194,28 +194,8 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
   timed(St::q_rope, [&] { return blk::qk_rope_stage(st[N(St::qkv)], 0, in.weight("q_norm"), in, ar); });
   timed(St::k_rope, [&] { return blk::qk_rope_stage(st[N(St::qkv)], 1, in.weight("k_norm"), in, ar); });
   timed(St::attention, [&] {
-    AttentionProblem p;
-    p.q = BSHDView::of(st[N(St::q_rope)]);
-    p.k = BSHDView::of(st[N(St::k_rope)]);
-    // v is read in place from qkv [S, 3, H, D].
-    p.v = p.q;
-    p.v.p = st[N(St::qkv)].ptr() + 2 * H * D;
-    p.v.sS = 3 * H * D;
-    p.input_dtype = ar == blk::Arith::f64 ? DType::f64 : DType::bf16;
-    p.segments = c.segments;
-    p.softmax_scale = c.softmax_scale;
-    p.config = c;
-    p.validate();
-    AttentionResult r = attention.run(p);
-    if (r.out.shape != std::vector<int64_t>{S, H, D})
-      throw InternalError("block: attention backend '" + attention.name() + "' returned shape " +
-                          r.out.shape_string());
-    res.attention_stats = r.stats;
-    if (ar == blk::Arith::bf16 && r.out.dtype != DType::bf16) {
-      for (double& v : r.out.data) v = blk::bf16_round_f64(v);
-      r.out.dtype = DType::bf16;
-    }
-    return std::move(r.out);
+    return blk::attention_stage(st[N(St::qkv)], st[N(St::q_rope)], st[N(St::k_rope)], c, attention, ar,
+                                res.attention_stats);
   });
   done_with(St::qkv);
   done_with(St::q_rope);

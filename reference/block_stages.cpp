@@ -159,4 +159,31 @@ Tensor qk_rope_stage(const Tensor& qkv, int which, const Tensor& norm_w, const B
   return y;
 }
 
+Tensor attention_stage(const Tensor& qkv, const Tensor& q_rope, const Tensor& k_rope,
+                       const BlockConfig& c, AttentionBackend& attention, Arith a,
+                       nlohmann::json& stats) {
+  const int64_t S = q_rope.shape.at(0), H = c.heads, D = c.head_dim;
+  AttentionProblem p;
+  p.q = BSHDView::of(q_rope);
+  p.k = BSHDView::of(k_rope);
+  p.v = p.q;
+  p.v.p = qkv.ptr() + 2 * H * D;
+  p.v.sS = 3 * H * D;
+  p.input_dtype = out_dtype(a);
+  p.segments = c.segments;
+  p.softmax_scale = c.softmax_scale;
+  p.config = c;
+  p.validate();
+  AttentionResult r = attention.run(p);
+  if (r.out.shape != std::vector<int64_t>{S, H, D})
+    throw InternalError("block: attention backend '" + attention.name() + "' returned shape " +
+                        r.out.shape_string());
+  stats = r.stats;
+  if (a == Arith::bf16 && r.out.dtype != DType::bf16) {
+    for (double& v : r.out.data) v = bf16_round_f64(v);
+    r.out.dtype = DType::bf16;
+  }
+  return std::move(r.out);
+}
+
 }  // namespace ts::blk

@@ -45,5 +45,12 @@ Tensor swiglu_stage(const Tensor& fc1, Arith a);
 // rounded to float32, and the result is rounded to bf16.
 Tensor qk_rope_stage(const Tensor& qkv, int which, const Tensor& norm_w, const BlockInputs& in,
                      Arith a);
+// The attention stage on host arrays, for the host and the device block
+// alike: q and k from their rope stages, v read in place from qkv
+// [S, 3, H, D]; under Arith::bf16 the backend's output is rounded to bf16.
+// The backend's stats go to `stats`.
+Tensor attention_stage(const Tensor& qkv, const Tensor& q_rope, const Tensor& k_rope,
+                       const BlockConfig& c, AttentionBackend& attention, Arith a,
+                       nlohmann::json& stats);
 
 }  // namespace ts::blk

@@ -304,31 +304,14 @@ BlockResult run_block(const BlockInputs& in, AttentionBackend& attention, const 
       pending.erase(std::remove(pending.begin(), pending.end(), N(in_stage)), pending.end());
     const std::string name = N(St::attention);
     const Stopwatch t;
-    AttentionProblem p;
-    p.q = BSHDView::of(st.at(N(St::q_rope)));
-    p.k = BSHDView::of(st.at(N(St::k_rope)));
-    p.v = p.q;
-    p.v.p = st.at(N(St::qkv)).ptr() + 2 * H * D;
-    p.v.sS = 3 * H * D;
-    p.input_dtype = f64 ? DType::f64 : DType::bf16;
-    p.segments = c.segments;
-    p.softmax_scale = c.softmax_scale;
-    p.config = c;
-    p.validate();
-    AttentionResult r = attention.run(p);
-    if (r.out.shape != std::vector<int64_t>{S, H, D})
-      throw InternalError("block: attention backend '" + attention.name() + "' returned shape " +
-                          r.out.shape_string());
-    res.attention_stats = r.stats;
-    if (!f64 && r.out.dtype != DType::bf16) {
-      for (double& v : r.out.data) v = ts::blk::bf16_round_f64(v);
-      r.out.dtype = DType::bf16;
-    }
-    dev[name] = io.upload_plain(r.out.ptr(), SHD, f64);
+    Tensor out = ts::blk::attention_stage(st.at(N(St::qkv)), st.at(N(St::q_rope)), st.at(N(St::k_rope)), c,
+                                          attention, f64 ? ts::blk::Arith::f64 : ts::blk::Arith::bf16,
+                                          res.attention_stats);
+    dev[name] = io.upload_plain(out.ptr(), SHD, f64);
     check(blockdev::synchronize(), name);
     res.stage_ms[name] = t.ms();
     shapes[name] = {S, H, D};
-    if (wanted(St::attention)) st[name] = std::move(r.out);
+    if (wanted(St::attention)) st[name] = std::move(out);
     progress.advance();
   }
   done_with(St::qkv);
