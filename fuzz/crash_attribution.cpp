@@ -70,9 +70,9 @@ std::vector<void*> report_stack(const char* report) {
   return pcs;
 }
 
-bool library_fault(const std::vector<void*>& pcs) {
-  for (void* pc : pcs) {
-    switch (owner_of(pc)) {
+bool library_fault(void* const* pcs, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    switch (owner_of(pcs[i])) {
       case Owner::kLibrary: return true;
       case Owner::kOwn: return false;
       case Owner::kRuntime:

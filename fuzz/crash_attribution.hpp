@@ -15,12 +15,16 @@
 //
 // A buffer touchstone sizes wrongly and hands to libhdf5 is charged to the
 // library by this rule; the fixture tests (tests/fixtures) check the sizes.
+#include <cstddef>
 #include <vector>
 
 namespace ts::fuzz {
 
 // The first stack of a sanitizer report ("#0 0x… in …" lines), in order.
 std::vector<void*> report_stack(const char* report);
-bool library_fault(const std::vector<void*>& pcs);
+// Allocates nothing: it runs in a fatal signal's handler, where the heap may
+// be what libhdf5 damaged.
+bool library_fault(void* const* pcs, size_t n);
+inline bool library_fault(const std::vector<void*>& pcs) { return library_fault(pcs.data(), pcs.size()); }
 
 }  // namespace ts::fuzz

@@ -7,7 +7,11 @@
 #   (BUILD_DIR configured with -DTOUCHSTONE_FUZZ=ON; default targets: all four)
 #   env: TOUCHSTONE, the CLI that writes fuzz_fixture's seeds (default BUILD_DIR/touchstone);
 #        SEEDS_DIR, a folder of seed folders named by target (default fuzz/corpus; the
-#        fixture's are written by TOUCHSTONE when SEEDS_DIR has none)
+#        fixture's are written by TOUCHSTONE when SEEDS_DIR has none);
+#        RESTART_ON_CRASH=1: a worker that stops on a finding is started again (another seed) for
+#        the time it has left, its input kept as OUT_DIR/crash_TARGET_*; for machines where a
+#        finding cannot be triaged on the spot (no ASan judge): every crash is still counted
+#        and must be replayed before the count is claimed.
 # exit: 0 no crash; 1 a target crashed or failed to run (its log's tail is printed).
 set -uo pipefail
 build=${1:?usage: run-counted.sh BUILD_DIR SECONDS WORKERS OUT_DIR [TARGET ...]}
@@ -36,12 +40,22 @@ for t in "${targets[@]}"; do
   extra=()
   [ "$t" = fixture ] && extra=(-detect_leaks=0)
   export GLIBC_TUNABLES=${GLIBC_TUNABLES:-glibc.malloc.mmap_threshold=4294967295:glibc.malloc.trim_threshold=4294967295}
+  rm -f "$out/$t".*.crashed
   for ((w = 0; w < workers; ++w)); do
-    "$exe" "${extra[@]}" -seed=$((w + 1)) -max_total_time="$seconds" -print_final_stats=1 -timeout=30 \
-      -rss_limit_mb=4096 -artifact_prefix="$out/crash_${t}_" "$work" "$seeds" > "$out/$t.$w.log" 2>&1 &
+    (
+      end=$((SECONDS + seconds))
+      for ((i = 0; ; ++i)); do
+        left=$((end - SECONDS))
+        ((i == 0 || left >= 5)) || exit 0
+        "$exe" "${extra[@]}" -seed=$((w + 1 + 1000 * i)) -max_total_time="$left" -print_final_stats=1 -timeout=30 \
+          -rss_limit_mb=4096 -artifact_prefix="$out/crash_${t}_" "$work" "$seeds" > "$out/$t.$w.$i.log" 2>&1 && exit 0
+        touch "$out/$t.$w.$i.crashed"
+        [ "${RESTART_ON_CRASH:-0}" = 1 ] || exit 1
+      done
+    ) &
   done
-  crashes=0
-  for job in $(jobs -p); do wait "$job" || crashes=$((crashes + 1)); done
+  wait
+  crashes=$(find "$out" -maxdepth 1 -name "$t.*.crashed" | wc -l)
   execs=$(cat "$out/$t".*.log | awk '/^stat::number_of_executed_units/ {s += $2} END {print s + 0}')
   printf 'fuzz_%s: %d executions in %d workers x %d s, %d crashed\n' "$t" "$execs" "$workers" "$seconds" "$crashes"
   if ((crashes)); then rc=1; grep -h -m5 -E "ERROR|SUMMARY|deadly" "$out/$t".*.log; fi
