@@ -49,6 +49,11 @@ bool write_all(int fd, const void* p, size_t n) {
 
 PersistentWorker::PersistentWorker(std::function<std::pair<char, std::string>()> job, double timeout_s)
     : job_(std::move(job)), timeout_s_(timeout_s) {
+  // A worker that dies between inputs closes its pipe: the next request
+  // must fail with EPIPE (a death, seen as one), not kill this process with
+  // SIGPIPE, whose default is to end it without a word (two fuzzers on the
+  // GPU machine and one here stopped that way).
+  ::signal(SIGPIPE, SIG_IGN);
   shared_size_ = counter_count() + sizeof(uint32_t) + kMessageMax;
   void* m = ::mmap(nullptr, shared_size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) throw std::runtime_error("persistent worker: cannot map shared memory");
@@ -93,11 +98,18 @@ void PersistentWorker::serve(int in_fd, int out_fd) {
     }
     if (r != 1) ::_exit(0);
     if (n) std::memset(__start___sancov_cntrs, 0, n);
-    const auto [status, message] = job_();
-    if (n) std::memcpy(shared_, __start___sancov_cntrs, n);
-    const uint32_t len = static_cast<uint32_t>(std::min(message.size(), kMessageMax));
-    std::memcpy(shared_ + n, &len, sizeof len);
-    std::memcpy(shared_ + n + sizeof len, message.data(), len);
+    char status = 0;
+    {
+      const auto [st, message] = job_();
+      if (n) std::memcpy(shared_, __start___sancov_cntrs, n);
+      const uint32_t len = static_cast<uint32_t>(std::min(message.size(), kMessageMax));
+      std::memcpy(shared_ + n, &len, sizeof len);
+      std::memcpy(shared_ + n + sizeof len, message.data(), len);
+      status = st;
+    }
+    // The message is freed before the reply: a heap the job damaged (libhdf5 on
+    // a corrupt file) then fails here, and the death is this input's, not the
+    // next one's.
     if (!write_all(out_fd, &status, 1)) ::_exit(0);
   }
 }
