@@ -167,9 +167,9 @@ double worker_timeout_s() {
 
 // What this process is waiting on, for the watchdog: every step below has a
 // limit of its own (the worker's timeout, the product's stall limit, the
-// judge's), so one that lasts a minute is a finding of its own. Once, on the
-// GPU machine, a fuzzer stopped executing for nine minutes without a word:
-// the watchdog names the step and aborts, so that libFuzzer keeps the input.
+// judge's), so one that lasts a minute is a finding of its own, and a fuzzer
+// stuck without a word is one nobody can triage: the watchdog names the step
+// and aborts, so that libFuzzer keeps the input.
 enum Phase : int { kIdle, kWorker, kJudge, kIsolatedRead };
 std::atomic<int> g_phase{kIdle};
 std::atomic<long long> g_phase_since{0};
