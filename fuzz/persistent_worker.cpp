@@ -51,8 +51,8 @@ PersistentWorker::PersistentWorker(std::function<std::pair<char, std::string>()>
     : job_(std::move(job)), timeout_s_(timeout_s) {
   // A worker that dies between inputs closes its pipe: the next request
   // must fail with EPIPE (a death, seen as one), not kill this process with
-  // SIGPIPE, whose default is to end it without a word (two fuzzers on the
-  // GPU machine and one here stopped that way).
+  // SIGPIPE, whose default is to end it without a word (a fuzzer on the GPU
+  // machine and one here stopped that way). The worker inherits it.
   ::signal(SIGPIPE, SIG_IGN);
   shared_size_ = counter_count() + sizeof(uint32_t) + kMessageMax;
   void* m = ::mmap(nullptr, shared_size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -89,7 +89,6 @@ void PersistentWorker::spawn() {
 }
 
 void PersistentWorker::serve(int in_fd, int out_fd) {
-  ::signal(SIGPIPE, SIG_IGN);
   const size_t n = counter_count();
   for (;;) {
     char go = 0;

@@ -7,11 +7,7 @@
 #   (BUILD_DIR configured with -DTOUCHSTONE_FUZZ=ON; default targets: all four)
 #   env: TOUCHSTONE, the CLI that writes fuzz_fixture's seeds (default BUILD_DIR/touchstone);
 #        SEEDS_DIR, a folder of seed folders named by target (default fuzz/corpus; the
-#        fixture's are written by TOUCHSTONE when SEEDS_DIR has none);
-#        RESTART_ON_CRASH=1: a worker that stops on a finding is started again (another seed) for
-#        the time it has left, its input kept as OUT_DIR/crash_TARGET_*; for machines where a
-#        finding cannot be triaged on the spot (no ASan judge): every crash is still counted
-#        and must be replayed before the count is claimed.
+#        fixture's are written by TOUCHSTONE when SEEDS_DIR has none)
 # exit: 0 no crash; 1 a target crashed or failed to run (its log's tail is printed).
 set -uo pipefail
 build=${1:?usage: run-counted.sh BUILD_DIR SECONDS WORKERS OUT_DIR [TARGET ...]}
@@ -43,15 +39,9 @@ for t in "${targets[@]}"; do
   rm -f "$out/$t".*.crashed
   for ((w = 0; w < workers; ++w)); do
     (
-      end=$((SECONDS + seconds))
-      for ((i = 0; ; ++i)); do
-        left=$((end - SECONDS))
-        ((i == 0 || left >= 5)) || exit 0
-        "$exe" "${extra[@]}" -seed=$((w + 1 + 1000 * i)) -max_total_time="$left" -print_final_stats=1 -timeout=30 \
-          -rss_limit_mb=4096 -artifact_prefix="$out/crash_${t}_" "$work" "$seeds" > "$out/$t.$w.$i.log" 2>&1 && exit 0
-        touch "$out/$t.$w.$i.crashed"
-        [ "${RESTART_ON_CRASH:-0}" = 1 ] || exit 1
-      done
+      "$exe" "${extra[@]}" -seed=$((w + 1)) -max_total_time="$seconds" -print_final_stats=1 -timeout=30 \
+        -rss_limit_mb=4096 -artifact_prefix="$out/crash_${t}_" "$work" "$seeds" > "$out/$t.$w.log" 2>&1 ||
+        touch "$out/$t.$w.crashed"
     ) &
   done
   wait
