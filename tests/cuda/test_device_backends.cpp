@@ -10,6 +10,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -390,6 +391,57 @@ TEST_CASE("exact_cuda takes float64 inputs that are not float32 values as float6
   // The float32-rounded inputs give another answer at that scale: the test can tell.
   const ts::AttentionResult dev32 = ts::make_attention_backend("exact_cuda", {})->run(problem("ci").p);
   CHECK(rel_l2(dev32.out, host.out) > 1e-13);
+}
+
+// The fused kernel's edges, which the presets' shapes do not reach: sequences no tile divides (the
+// last key tile and query block part full), each head dim it takes, scores spread so wide that most
+// weights are subnormal or zero (its own exp), and a NaN in one key, which must reach exactly the
+// outputs of its head, as on the host.
+TEST_CASE("exact_cuda's fused kernel on shapes no tile divides, wide scores and a NaN") {
+  std::string why;
+  if (!ts::cuda::device_available(&why)) {
+    std::cout << "skipped: no CUDA device (" << why << ")\n";
+    return;
+  }
+  struct Shape {
+    int64_t S, H, D;
+    double amp;  // q and k uniform in [-amp, amp]
+  };
+  for (const Shape sh : {Shape{1, 2, 32, 1.0}, Shape{33, 3, 64, 1.0}, Shape{130, 1, 128, 1.0},
+                         Shape{1000, 3, 128, 1.0}, Shape{300, 2, 32, 30.0}, Shape{257, 2, 128, 12.0}}) {
+    if (!ts::cuda::exact_flash_unsupported(sh.H, static_cast<int>(sh.D)).empty()) {
+      std::cout << "skipped: the fused kernel cannot run here\n";
+      return;
+    }
+    CAPTURE(sh.S, sh.H, sh.D, sh.amp);
+    std::mt19937_64 gen(static_cast<uint64_t>(sh.S * 1000 + sh.D));
+    std::uniform_real_distribution<double> uni(-1.0, 1.0);
+    std::vector<ts::Tensor> t;
+    for (double amp : {sh.amp, sh.amp, 1.0}) {
+      t.emplace_back(std::vector<int64_t>{sh.S, sh.H, sh.D}, ts::DType::f64);
+      for (double& x : t.back().data) x = amp * uni(gen);
+    }
+    ts::BlockConfig cfg;
+    cfg.heads = sh.H;
+    cfg.head_dim = sh.D;
+    cfg.hidden = sh.H * sh.D;
+    cfg.segments = {{"text", false, 0, sh.S}};
+    cfg.softmax_scale = 1.0 / std::sqrt(static_cast<double>(sh.D));
+    const auto run = [&](const char* backend) {
+      const ts::AttentionProblem p = ts::make_attention_problem(t[0], t[1], t[2], cfg);
+      return ts::make_attention_backend(backend, {})->run(p).out;
+    };
+    const ts::Tensor dev = run("exact_cuda:kernel=flash"), host = run("exact");
+    CHECK(rel_l2(dev, host) < 1e-13);
+    // A NaN in key S/2 of head H-1: every output of that head is NaN, no other.
+    t[1].data[static_cast<size_t>(((sh.S / 2) * sh.H + sh.H - 1) * sh.D)] = std::nan("");
+    const ts::Tensor dev_nan = run("exact_cuda:kernel=flash"), host_nan = run("exact");
+    size_t mismatched = 0;
+    for (size_t i = 0; i < dev_nan.data.size(); ++i)
+      mismatched += std::isnan(dev_nan.data[i]) != std::isnan(host_nan.data[i]) ? 1 : 0;
+    CHECK(mismatched == 0);
+    CHECK(std::isnan(dev_nan.data[static_cast<size_t>(sh.H - 1) * static_cast<size_t>(sh.D)]));
+  }
 }
 
 TEST_CASE("exact_cuda runs the kernel asked for, flash where it can") {
