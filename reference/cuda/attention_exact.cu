@@ -27,6 +27,11 @@ namespace {
 
 constexpr int kThreads = 256;
 
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
 struct Blas {
   cublasHandle_t h = nullptr;
   cublasStatus_t status;
@@ -96,40 +101,104 @@ __global__ void widen(const float* in, double* out, size_t n) {
 
 std::string fail(const char* what, cudaError_t e) { return cuda_failure(what, e); }
 
-// dst (n doubles on the device) = x; float32 inputs go through `scratch` (n floats).
-cudaError_t upload(const ExactInput& x, double* dst, float* scratch, size_t n) {
-  if (x.f64) return cudaMemcpy(dst, x.f64, n * 8, cudaMemcpyHostToDevice);
-  cudaError_t e = cudaMemcpy(scratch, x.f32, n * 4, cudaMemcpyHostToDevice);
-  if (e != cudaSuccess) return e;
-  widen<<<1024, kThreads>>>(scratch, dst, n);
-  return cudaGetLastError();
+// The host-device traffic goes through two pinned buffers of kChunk doubles, so a transfer runs at the
+// bus's speed (pageable memory took 0.55 s for block24's inputs on the H200 machine) while the host
+// fills or empties the other buffer. A blocking stream: it runs after the kernels of the default stream
+// and they after it.
+constexpr size_t kChunk = size_t{1} << 23;
+
+struct Staging {
+  void* host[2] = {nullptr, nullptr};
+  float* narrow[2] = {nullptr, nullptr};  // device: a float32 chunk before its widening
+  cudaEvent_t done[2] = {nullptr, nullptr};
+  cudaStream_t stream = nullptr;
+  cudaError_t err = cudaSuccess;
+  const char* what = "";
+  Staging() {
+    const auto step = [&](const char* w, cudaError_t e) {
+      if (err == cudaSuccess && e != cudaSuccess) err = e, what = w;
+    };
+    step("cudaStreamCreate", cudaStreamCreate(&stream));
+    for (int b = 0; b < 2; ++b) {
+      step("cudaMallocHost", cudaMallocHost(&host[b], kChunk * sizeof(double)));
+      step("cudaMalloc", cudaMalloc(&narrow[b], kChunk * sizeof(float)));
+      step("cudaEventCreate", cudaEventCreateWithFlags(&done[b], cudaEventDisableTiming));
+    }
+  }
+  ~Staging() {
+    if (stream) cudaStreamSynchronize(stream);
+    for (int b = 0; b < 2; ++b) {
+      cudaFreeHost(host[b]);
+      cudaFree(narrow[b]);
+      if (done[b]) cudaEventDestroy(done[b]);
+    }
+    if (stream) cudaStreamDestroy(stream);
+  }
+  Staging(const Staging&) = delete;
+  Staging& operator=(const Staging&) = delete;
+};
+
+// dst (n doubles on the device) = src, as float32 chunks while every value is one (then true), else
+// again from the start as float64 (what an earlier chunk wrote is overwritten, in stream order).
+cudaError_t upload(const double* src, double* dst, size_t n, const HostCopies& copies, Staging& st, bool* f32) {
+  cudaError_t e = cudaSuccess;
+  for (const bool narrow : {true, false}) {
+    bool all = true;
+    for (size_t off = 0, c = 0; off < n && all; off += kChunk, ++c) {
+      const size_t cnt = std::min(kChunk, n - off);
+      const int b = static_cast<int>(c & 1);
+      if ((e = cudaEventSynchronize(st.done[b])) != cudaSuccess) return e;  // its last transfer is over
+      if (narrow) {
+        if (!(all = copies.narrow(src + off, static_cast<float*>(st.host[b]), cnt))) break;
+        if ((e = cudaMemcpyAsync(st.narrow[b], st.host[b], cnt * sizeof(float), cudaMemcpyHostToDevice,
+                                 st.stream)) != cudaSuccess)
+          return e;
+        widen<<<1024, kThreads, 0, st.stream>>>(st.narrow[b], dst + off, cnt);
+        if ((e = cudaGetLastError()) != cudaSuccess) return e;
+      } else {
+        copies.copy(src + off, static_cast<double*>(st.host[b]), cnt);
+        if ((e = cudaMemcpyAsync(dst + off, st.host[b], cnt * sizeof(double), cudaMemcpyHostToDevice,
+                                 st.stream)) != cudaSuccess)
+          return e;
+      }
+      if ((e = cudaEventRecord(st.done[b], st.stream)) != cudaSuccess) return e;
+    }
+    if (all) {
+      *f32 = narrow;
+      return cudaSuccess;
+    }
+  }
+  return cudaSuccess;
+}
+
+// out (n host doubles) = src (device): chunk c + 1 crosses the bus while the host copies chunk c out of
+// its buffer.
+cudaError_t download(const double* src, double* out, size_t n, const HostCopies& copies, Staging& st) {
+  const size_t chunks = (n + kChunk - 1) / kChunk;
+  const auto issue = [&](size_t c) {
+    const size_t off = c * kChunk, cnt = std::min(kChunk, n - off);
+    const int b = static_cast<int>(c & 1);
+    cudaError_t e = cudaMemcpyAsync(st.host[b], src + off, cnt * sizeof(double), cudaMemcpyDeviceToHost, st.stream);
+    return e == cudaSuccess ? cudaEventRecord(st.done[b], st.stream) : e;
+  };
+  cudaError_t e = chunks > 0 ? issue(0) : cudaSuccess;
+  for (size_t c = 0; c < chunks && e == cudaSuccess; ++c) {
+    if (c + 1 < chunks && (e = issue(c + 1)) != cudaSuccess) break;
+    const int b = static_cast<int>(c & 1);
+    if ((e = cudaEventSynchronize(st.done[b])) != cudaSuccess) break;
+    copies.copy(static_cast<const double*>(st.host[b]), out + c * kChunk, std::min(kChunk, n - c * kChunk));
+  }
+  return e;
 }
 std::string fail(const char* what, cublasStatus_t s) {
   return std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(s));
 }
 
-}  // namespace
-
-bool device_available(std::string* why) {
-  int n = 0;
-  const cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess || n == 0) {
-    if (why) *why = e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device";
-    cudaGetLastError();  // clear the error for later calls
-    return false;
-  }
-  return true;
-}
-
-std::string exact_attention_fp64(ExactInput q, ExactInput k, ExactInput v, OutputPlace place, void* ctx,
-                                 long long S, long long H, int D, double scale, ExactKernel kernel,
-                                 long long chunk, ExactTiming* timing) {
-  using Clock = std::chrono::steady_clock;
-  const auto since = [](Clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  };
+// The whole device part; its buffers go back when it returns (`done`: when the output was in place).
+std::string run_device(const double* q, const double* k, const double* v, const HostCopies& copies,
+                       OutputPlace place, void* ctx, long long S, long long H, int D, double scale,
+                       ExactKernel kernel, long long chunk, ExactTiming& host, Clock::time_point& done) {
   auto t0 = Clock::now();
-  ExactTiming host;
   const size_t n = static_cast<size_t>(S * H * D);
   if (kernel == ExactKernel::automatic)
     kernel = chunk == 0 && exact_flash_unsupported(H, D).empty() ? ExactKernel::flash : ExactKernel::gemm;
@@ -155,18 +224,22 @@ std::string exact_attention_fp64(ExactInput q, ExactInput k, ExactInput v, Outpu
   Blas blas(!flash);
   if (blas.status != CUBLAS_STATUS_SUCCESS) return fail("cublasCreate", blas.status);
   Events ev;
+  Staging staging;
+  if (staging.err != cudaSuccess) return fail(staging.what, staging.err);
   cudaError_t e;
   host.setup_ms = since(t0);
   t0 = Clock::now();
-  {
-    const bool narrow = !q.f64 || !k.f64 || !v.f64;
-    DeviceBuffer<float> scratch(narrow ? n : 0);
-    if (scratch.err != cudaSuccess) return fail("cudaMalloc", scratch.err);
-    if ((e = upload(q, dq.p, scratch.p, n)) != cudaSuccess) return fail("copy q", e);
-    if ((e = upload(k, dk.p, scratch.p, n)) != cudaSuccess) return fail("copy k", e);
-    if ((e = upload(v, dv.p, scratch.p, n)) != cudaSuccess) return fail("copy v", e);
-    if ((e = cudaDeviceSynchronize()) != cudaSuccess) return fail("widen inputs", e);
+  const struct {
+    const char* what;
+    const double* src;
+    double* dst;
+  } inputs[3] = {{"copy q", q, dq.p}, {"copy k", k, dk.p}, {"copy v", v, dv.p}};
+  for (const auto& in : inputs) {
+    bool f32 = false;
+    if ((e = upload(in.src, in.dst, n, copies, staging, &f32)) != cudaSuccess) return fail(in.what, e);
+    host.f32_inputs += f32 ? 1 : 0;
   }
+  if ((e = cudaStreamSynchronize(staging.stream)) != cudaSuccess) return fail("widen inputs", e);
   host.upload_ms = since(t0);
   // Poison the output so a kernel that writes nothing cannot pass.
   if ((e = cudaMemset(dout.p, 0xFF, n * 8)) != cudaSuccess) return fail("poison output", e);
@@ -197,20 +270,44 @@ std::string exact_attention_fp64(ExactInput q, ExactInput k, ExactInput v, Outpu
     if ((e = cudaGetLastError()) != cudaSuccess) return fail("divide launch", e);
   }
   if ((e = cudaEventRecord(ev.stop)) != cudaSuccess) return fail("event", e);
+  t0 = Clock::now();
   double* out = place(ctx);
+  host.place_ms = since(t0);
   if ((e = cudaEventSynchronize(ev.stop)) != cudaSuccess) return fail("kernels", e);
   t0 = Clock::now();
-  if ((e = cudaMemcpy(out, dout.p, n * 8, cudaMemcpyDeviceToHost)) != cudaSuccess) return fail("copy out", e);
+  if ((e = download(dout.p, out, n, copies, staging)) != cudaSuccess) return fail("copy out", e);
   host.download_ms = since(t0);
-  if (timing) {
-    *timing = host;
-    float ms = 0;
-    if ((e = cudaEventElapsedTime(&ms, ev.start, ev.stop)) != cudaSuccess) return fail("event time", e);
-    timing->device_ms = ms;
-    timing->kernel = flash ? "flash" : "gemm";
-    timing->chunk = chunk;
-  }
+  float ms = 0;
+  if ((e = cudaEventElapsedTime(&ms, ev.start, ev.stop)) != cudaSuccess) return fail("event time", e);
+  host.device_ms = ms;
+  host.kernel = flash ? "flash" : "gemm";
+  host.chunk = chunk;
+  done = Clock::now();
   return {};
+}
+
+}  // namespace
+
+bool device_available(std::string* why) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess || n == 0) {
+    if (why) *why = e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device";
+    cudaGetLastError();  // clear the error for later calls
+    return false;
+  }
+  return true;
+}
+
+std::string exact_attention_fp64(const double* q, const double* k, const double* v, HostCopies copies,
+                                 OutputPlace place, void* ctx, long long S, long long H, int D, double scale,
+                                 ExactKernel kernel, long long chunk, ExactTiming* timing) {
+  ExactTiming host;
+  Clock::time_point done;
+  const std::string err = run_device(q, k, v, copies, place, ctx, S, H, D, scale, kernel, chunk, host, done);
+  host.teardown_ms = err.empty() ? since(done) : 0.0;  // its device memory, staging buffers, cuBLAS released
+  if (timing) *timing = host;
+  return err;
 }
 
 }  // namespace ts::cuda

@@ -4,16 +4,16 @@
 // for the whole key loop, so the scores of a tile never leave its registers: the
 // Q·Kᵀ accumulators become the P·V products' A operand (see the key order
 // below), and the online softmax (running max, rescale, row sums) works on them
-// in place with two shuffles per row. Only the block-wide syncs that guard the
-// reuse of K/V buffers remain, two per tile of 32 keys.
+// in place with two shuffles per row.
 //
 // Both products run on the float64 tensor cores (mma.sync m16n8k16 f64, compute
-// capability 9.0+). The Q tile stays in shared memory; K and V tiles stream
-// through a ring of three buffers, each row one bulk copy (the copy engine: a
-// warp issues 4 copies per tile and waits on a barrier, no thread computes
-// addresses or holds registers for them), each tile asked for a whole phase
-// before it is needed (K of the next tile while this one's Q·Kᵀ runs, V of the
-// next while this one's P·V runs).
+// capability 9.0+), which share their pipe with the float64 ALU: every float64
+// operation of the softmax costs tensor-core time, so the softmax is written
+// to need few of them. The Q tile stays in shared memory; K and V tiles of 32
+// keys stream through a ring of three buffers, each tile one copy-engine
+// (TMA) request. No block-wide sync: a warp done with a buffer counts itself
+// out, and the last warp out asks for the tile that reuses it, so warps drift
+// apart and one warp's softmax meets another's products.
 //
 // Every fragment is read from shared memory free of bank conflicts, most of
 // them by 16-byte loads that land in the mma's operand registers as they are,
@@ -24,12 +24,15 @@
 //   and r + 8 interleaved, so one load gives an A operand's two rows;
 // - P·V: its k index c + 4j stands for key 2c + (j & 1) + 8 (j >> 1) of a
 //   16-key step, which is where the Q·Kᵀ accumulators hold them.
-// K and V rows are D + 2 doubles apart (the copies cannot swizzle), which puts
-// the rows a fragment reads in distinct banks.
-// exp is exp_nonpos below (a table and a degree-7 polynomial, no branch): its
+// K and V rows are D + 2 doubles apart (the copy engine reads 2 doubles past
+// each row into the padding), which puts the rows a fragment reads in
+// distinct banks.
+// exp is exp_nonpos below (a table and a degree-5 polynomial, no branch): its
 // arguments are never positive. The streamed softmax sums in another order than
 // the host's: within 1e-13 relative (tests/cuda).
+#include <cuda.h>
 #include <cuda_runtime.h>
+#include <cudaTypedefs.h>
 
 #include <string>
 
@@ -39,15 +42,13 @@
 
 namespace ts::cuda {
 namespace {
+constexpr int kWarps = 8, kBQ = 16 * kWarps, kBK = 32, kThreads = 32 * kWarps, kRing = 3, kTable = 128;
 
-constexpr int kWarps = 8, kBQ = 16 * kWarps, kBK = 32, kThreads = 32 * kWarps, kRing = 3, kTable = 16;
-static_assert(kBK % kWarps == 0 && kBK / kWarps <= 32, "each warp copies its rows of a K/V tile");
-
-// Q (128 x D), three K/V buffers (32 rows of D + 2), exp's table and the buffers' barriers: 225.6 KiB at
-// D = 128, of the 227 a block may have.
+// Q (128 x D), three K/V buffers (32 rows of D + 2), exp's table, the buffers' barriers and their release
+// counts: 226.6 KiB at D = 128, of the 227 a block may have.
 template <int D>
 constexpr size_t smem_bytes() {
-  return (static_cast<size_t>(kBQ) * D + static_cast<size_t>(kRing) * kBK * (D + 2) + kTable + kRing) *
+  return (static_cast<size_t>(kBQ) * D + static_cast<size_t>(kRing) * kBK * (D + 2) + kTable + 2 * kRing) *
          sizeof(double);
 }
 static_assert(smem_bytes<128>() <= 227 * 1024, "a compute capability 9.0 block may opt in to at most 227 KiB");
@@ -71,12 +72,8 @@ __device__ __forceinline__ unsigned smem_u32(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 __device__ __forceinline__ void mbar_init(unsigned long long* bar) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(kWarps) : "memory");
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(1) : "memory");
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-}
-__device__ __forceinline__ void mbar_expect(unsigned long long* bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes)
-               : "memory");
 }
 __device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned parity) {
   asm volatile(
@@ -85,47 +82,78 @@ __device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned pari
       "r"(parity)
       : "memory");
 }
-__device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
-  // The buffer was last read by ordinary loads (ordered before by a block sync): order them before the
-  // copy engine's writes.
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                   smem_u32(dst)),
-               "l"(src), "r"(bytes), "r"(smem_u32(bar))
+// Rows [key0, key0 + kBK) of one head, D + 2 doubles each (the 2 past a row's end land in the padding;
+// past the last head or the last key the copy engine writes zeros), into a K/V buffer; one thread.
+__device__ __forceinline__ void tile_copy(void* dst, const CUtensorMap* map, int col, int key0,
+                                          unsigned long long* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes)
                : "memory");
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::
+          "r"(smem_u32(dst)),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(col), "r"(key0), "r"(smem_u32(bar))
+      : "memory");
 }
 
-// 2^(j/16), correctly rounded.
-__constant__ double kExp2Sixteenths[kTable] = {
-    0x1.0000000000000p+0, 0x1.0b5586cf9890fp+0, 0x1.172b83c7d517bp+0, 0x1.2387a6e756238p+0,
-    0x1.306fe0a31b715p+0, 0x1.3dea64c123422p+0, 0x1.4bfdad5362a27p+0, 0x1.5ab07dd485429p+0,
-    0x1.6a09e667f3bcdp+0, 0x1.7a11473eb0187p+0, 0x1.8ace5422aa0dbp+0, 0x1.9c49182a3f090p+0,
-    0x1.ae89f995ad3adp+0, 0x1.c199bdd85529cp+0, 0x1.d5818dcfba487p+0, 0x1.ea4afa2a490dap+0};
+// 2^(j/128), correctly rounded.
+__constant__ double kExp2Table[kTable] = {
+    0x1.0000000000000p+0, 0x1.0163da9fb3335p+0, 0x1.02c9a3e778061p+0, 0x1.04315e86e7f85p+0,
+    0x1.059b0d3158574p+0, 0x1.0706b29ddf6dep+0, 0x1.0874518759bc8p+0, 0x1.09e3ecac6f383p+0,
+    0x1.0b5586cf9890fp+0, 0x1.0cc922b7247f7p+0, 0x1.0e3ec32d3d1a2p+0, 0x1.0fb66affed31bp+0,
+    0x1.11301d0125b51p+0, 0x1.12abdc06c31ccp+0, 0x1.1429aaea92de0p+0, 0x1.15a98c8a58e51p+0,
+    0x1.172b83c7d517bp+0, 0x1.18af9388c8deap+0, 0x1.1a35beb6fcb75p+0, 0x1.1bbe084045cd4p+0,
+    0x1.1d4873168b9aap+0, 0x1.1ed5022fcd91dp+0, 0x1.2063b88628cd6p+0, 0x1.21f49917ddc96p+0,
+    0x1.2387a6e756238p+0, 0x1.251ce4fb2a63fp+0, 0x1.26b4565e27cddp+0, 0x1.284dfe1f56381p+0,
+    0x1.29e9df51fdee1p+0, 0x1.2b87fd0dad990p+0, 0x1.2d285a6e4030bp+0, 0x1.2ecafa93e2f56p+0,
+    0x1.306fe0a31b715p+0, 0x1.32170fc4cd831p+0, 0x1.33c08b26416ffp+0, 0x1.356c55f929ff1p+0,
+    0x1.371a7373aa9cbp+0, 0x1.38cae6d05d866p+0, 0x1.3a7db34e59ff7p+0, 0x1.3c32dc313a8e5p+0,
+    0x1.3dea64c123422p+0, 0x1.3fa4504ac801cp+0, 0x1.4160a21f72e2ap+0, 0x1.431f5d950a897p+0,
+    0x1.44e086061892dp+0, 0x1.46a41ed1d0057p+0, 0x1.486a2b5c13cd0p+0, 0x1.4a32af0d7d3dep+0,
+    0x1.4bfdad5362a27p+0, 0x1.4dcb299fddd0dp+0, 0x1.4f9b2769d2ca7p+0, 0x1.516daa2cf6642p+0,
+    0x1.5342b569d4f82p+0, 0x1.551a4ca5d920fp+0, 0x1.56f4736b527dap+0, 0x1.58d12d497c7fdp+0,
+    0x1.5ab07dd485429p+0, 0x1.5c9268a5946b7p+0, 0x1.5e76f15ad2148p+0, 0x1.605e1b976dc09p+0,
+    0x1.6247eb03a5585p+0, 0x1.6434634ccc320p+0, 0x1.6623882552225p+0, 0x1.68155d44ca973p+0,
+    0x1.6a09e667f3bcdp+0, 0x1.6c012750bdabfp+0, 0x1.6dfb23c651a2fp+0, 0x1.6ff7df9519484p+0,
+    0x1.71f75e8ec5f74p+0, 0x1.73f9a48a58174p+0, 0x1.75feb564267c9p+0, 0x1.780694fde5d3fp+0,
+    0x1.7a11473eb0187p+0, 0x1.7c1ed0130c132p+0, 0x1.7e2f336cf4e62p+0, 0x1.80427543e1a12p+0,
+    0x1.82589994cce13p+0, 0x1.8471a4623c7adp+0, 0x1.868d99b4492edp+0, 0x1.88ac7d98a6699p+0,
+    0x1.8ace5422aa0dbp+0, 0x1.8cf3216b5448cp+0, 0x1.8f1ae99157736p+0, 0x1.9145b0b91ffc6p+0,
+    0x1.93737b0cdc5e5p+0, 0x1.95a44cbc8520fp+0, 0x1.97d829fde4e50p+0, 0x1.9a0f170ca07bap+0,
+    0x1.9c49182a3f090p+0, 0x1.9e86319e32323p+0, 0x1.a0c667b5de565p+0, 0x1.a309bec4a2d33p+0,
+    0x1.a5503b23e255dp+0, 0x1.a799e1330b358p+0, 0x1.a9e6b5579fdbfp+0, 0x1.ac36bbfd3f37ap+0,
+    0x1.ae89f995ad3adp+0, 0x1.b0e07298db666p+0, 0x1.b33a2b84f15fbp+0, 0x1.b59728de5593ap+0,
+    0x1.b7f76f2fb5e47p+0, 0x1.ba5b030a1064ap+0, 0x1.bcc1e904bc1d2p+0, 0x1.bf2c25bd71e09p+0,
+    0x1.c199bdd85529cp+0, 0x1.c40ab5fffd07ap+0, 0x1.c67f12e57d14bp+0, 0x1.c8f6d9406e7b5p+0,
+    0x1.cb720dcef9069p+0, 0x1.cdf0b555dc3fap+0, 0x1.d072d4a07897cp+0, 0x1.d2f87080d89f2p+0,
+    0x1.d5818dcfba487p+0, 0x1.d80e316c98398p+0, 0x1.da9e603db3285p+0, 0x1.dd321f301b460p+0,
+    0x1.dfc97337b9b5fp+0, 0x1.e264614f5a129p+0, 0x1.e502ee78b3ff6p+0, 0x1.e7a51fbc74c83p+0,
+    0x1.ea4afa2a490dap+0, 0x1.ecf482d8e67f1p+0, 0x1.efa1bee615a27p+0, 0x1.f252b376bba97p+0,
+    0x1.f50765b6e4540p+0, 0x1.f7bfdad9cbe14p+0, 0x1.fa7c1819e90d8p+0, 0x1.fd3c22b8f71f1p+0};
 
-// exp(x) for x <= 0 (or NaN), within 1 ulp (60 M random arguments against glibc's exp), subnormal results included, in 13 float64 operations and
-// no branch (the library's exp has a slow path that costs a call and a divergence point per use):
-// x = (16 e + j) ln2/16 + r with |r| <= ln2/32, exp(x) = 2^e · 2^(j/16) · exp(r), exp(r) by its Taylor
-// polynomial of degree 7 (the first omitted term is below 1.2e-18 relative). 2^(e + 512) is applied to the
-// table entry exactly, and 2^-512 last, so results below the normal range round once.
+// exp(x) · 2^64 for x <= 0 (or NaN), within 1 ulp (60 M random arguments against a long-double exp; tests/cuda
+// holds it to that), in 11 float64 operations and no branch (the library's exp has a slow path that costs a
+// call and a divergence point per use): x = (128 e + j) ln2/128 + r with |r| <= ln2/256, exp(x) = 2^e ·
+// 2^(j/128) · exp(r), exp(r) by its Taylor polynomial of degree 5 (the first omitted term is below 6e-19
+// relative). The factor 2^64 keeps every result normal down to exp(-746), so it rounds once; it cancels in
+// the division by the row sum, and alpha takes it out exactly.
 __device__ __forceinline__ double exp_nonpos(double x, const double* table) {
-  x = x < -746.0 ? -746.0 : x;  // exp(-746) rounds to 0; NaN stays NaN
+  x = x < -746.0 ? -746.0 : x;  // exp(-746) 2^64 is below the row sum's last bit (the sum holds a 2^64); NaN stays NaN
   const double shifter = 0x1.8p52;
-  const double t = fma(x, 0x1.71547652b82fep+4, shifter);  // 16 x / ln2, rounded to an integer k in its low bits
+  const double t = fma(x, 0x1.71547652b82fep+7, shifter);  // 128 x / ln2, rounded to an integer k in its low bits
   const int k = __double2loint(t);
   const double kd = t - shifter;
-  double r = fma(kd, -0x1.62e42fefa39efp-5, x);
-  r = fma(kd, -0x1.abc9e3b39803fp-60, r);
-  double p = fma(r, 0x1.a01a01a01a01ap-13, 0x1.6c16c16c16c17p-10);
-  p = fma(p, r, 0x1.1111111111111p-7);
-  p = fma(p, r, 0x1.5555555555555p-5);
+  double r = fma(kd, -0x1.62e42fefa39efp-8, x);
+  r = fma(kd, -0x1.abc9e3b39803fp-63, r);
+  double p = fma(r, 0x1.1111111111111p-7, 0x1.5555555555555p-5);
   p = fma(p, r, 0x1.5555555555555p-3);
   p = fma(p, r, 0.5);
   p = fma(p, r, 1.0);
   const double pm1 = p * r;  // exp(r) - 1: the table entry is added last, in one rounding
   const double entry = table[k & (kTable - 1)];
-  const int exponent_step = static_cast<int>(static_cast<unsigned>((k >> 4) + 512) << 20);
+  const int exponent_step = static_cast<int>(static_cast<unsigned>((k >> 7) + 64) << 20);
   const double scaled = __hiloint2double(__double2hiint(entry) + exponent_step, __double2loint(entry));
-  return fma(scaled, pm1, scaled) * 0x1p-512;
+  return fma(scaled, pm1, scaled);
 }
 
 // Where the Q tile keeps element (row, d), in doubles. Rows 16w + i and 16w + 8 + i (i < 8) share "pair
@@ -157,51 +185,51 @@ __device__ __forceinline__ double2 lds2(const double* p) { return *reinterpret_c
 
 template <int D>
 __global__ void __launch_bounds__(kThreads, 1)
-    exact_flash(const double* __restrict__ q, const double* __restrict__ k, const double* __restrict__ v,
-                double* __restrict__ out, long long S, int H, double scale) {
+    exact_flash(const double* __restrict__ q, const __grid_constant__ CUtensorMap kmap,
+                const __grid_constant__ CUtensorMap vmap, double* __restrict__ out, long long S, int H, double scale) {
 #ifndef TS_FLASH_ARCH
   __trap();
 #else
   constexpr int ST = D + 2;  // K/V row stride
-  extern __shared__ __align__(16) double smem[];
+  extern __shared__ __align__(128) double smem[];
   double* Qs = smem;
   double* KV = Qs + kBQ * D;  // ring buffer i % 3 holds item i: K of tile i / 2 (even i), V (odd i)
   double* table = KV + kRing * kBK * ST;
   auto* full = reinterpret_cast<unsigned long long*>(table + kTable);  // one barrier per buffer
+  auto* done = reinterpret_cast<unsigned*>(full + kRing);               // warps done with each buffer, ever
   constexpr int NT = D / 8;                                              // output tiles of 8 dims per warp
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, c = lane & 3;
   const long long HD = static_cast<long long>(H) * D;
   const long long q0 = static_cast<long long>(blockIdx.x) * kBQ;
   const double* qh = q + static_cast<long long>(blockIdx.y) * D;
-  const double* kh = k + static_cast<long long>(blockIdx.y) * D;
-  const double* vh = v + static_cast<long long>(blockIdx.y) * D;
   const long long tiles = (S + kBK - 1) / kBK;
-  // Every warp asks for its 4 rows of item `item` into buffer `slot`, a row a lane (the copy instruction takes
-  // its operands from uniform registers, so a warp issues its copies one at a time: spread, they cost each
-  // warp 4 and keep the warps in step); rows past S are zeros (0 · NaN is NaN).
-  auto request = [&](long long item, int slot) {
-    constexpr int kRowsPerWarp = kBK / kWarps;
-    const long long key0 = (item >> 1) * kBK;
-    const int rows = S - key0 < kBK ? static_cast<int>(S - key0) : kBK;
-    const int mine = rows - kRowsPerWarp * warp, row = kRowsPerWarp * warp + lane;
-    double* dst = KV + slot * kBK * ST + row * ST;
-    if (lane == 0)
-      mbar_expect(full + slot, static_cast<unsigned>((mine < 0 ? 0 : mine < kRowsPerWarp ? mine : kRowsPerWarp) *
-                                                     D * sizeof(double)));
-    __syncwarp();
-    if (lane >= kRowsPerWarp) return;
-    if (row < rows)
-      bulk_copy(dst, ((item & 1) ? vh : kh) + (key0 + row) * HD, D * sizeof(double), full + slot);
-    else
-      for (int d = 0; d < D; ++d) dst[d] = 0.0;
+  // Item i (K of tile i / 2 for even i, its V for odd i) into buffer i % kRing; one thread.
+  constexpr unsigned kTileBytes = kBK * ST * sizeof(double);
+  auto request = [&](long long item) {
+    tile_copy(KV + (item % kRing) * kBK * ST, (item & 1) ? &vmap : &kmap, static_cast<int>(blockIdx.y) * D,
+              static_cast<int>((item >> 1) * kBK), full + item % kRing, kTileBytes);
   };
-  if (tid < kTable) table[tid] = kExp2Sixteenths[tid];
-  if (tid < kRing) mbar_init(full + tid);
+  // A warp done with item i counts itself out of its buffer; the last one out asks for item i + kRing into
+  // it, so no warp waits for the others except on data.
+  auto release = [&](long long item) {
+    __syncwarp();
+    if (lane == 0) {
+      __threadfence_block();
+      const unsigned before = atomicAdd(done + item % kRing, 1u);
+      __threadfence_block();
+      if (before % kWarps == kWarps - 1 && item + kRing < 2 * tiles) request(item + kRing);
+    }
+  };
+  for (int i = tid; i < kTable; i += kThreads) table[i] = kExp2Table[i];
+  if (tid < kRing) {
+    mbar_init(full + tid);
+    done[tid] = 0;
+  }
   load_q<D>(Qs, qh, q0, S, HD);
   cp_async_commit();
   __syncthreads();  // the barriers are set up
-  request(0, 0);
-  request(1, 1);
+  if (tid == 0)
+    for (long long i = 0; i < kRing && i < 2 * tiles; ++i) request(i);
 
   // This lane's fragment addresses at kk = 0, key 0 (the loops add compile-time offsets): A of Q·Kᵀ at dim
   // 4c + j (rows 16 warp + g and + 8 together; the swizzle only flips bits 1 and 2 of the offset, so dim
@@ -220,24 +248,22 @@ __global__ void __launch_bounds__(kThreads, 1)
   double s[kBK / 8][4];
 
   // Items 2t (K of tile t) and 2t + 1 (its V) in a ring of three buffers: each request goes out as soon as
-  // the buffer it overwrites is free, two phases before the data is needed.
+  // every warp is done with the buffer it overwrites.
   cp_async_wait_all();  // Q (this thread's part)
-  int ks = 0;           // K_t's buffer; V_t's is the next, K_{t+1}'s the one after, V_{t+1} takes K_t's
+  __syncthreads();      // ... and every thread's
   for (long long t = 0; t < tiles; ++t) {
     const long long key0 = t * kBK;
-    const int vs = ks == kRing - 1 ? 0 : ks + 1, nks = vs == kRing - 1 ? 0 : vs + 1;
-    const unsigned use = static_cast<unsigned>(((2 * t) / kRing) & 1);
-    __syncthreads();  // every warp is done with V_{t-1} (and Q and the zero rows are in place)
-    if (t + 1 < tiles) request(2 * t + 2, nks);
-    mbar_wait(full + ks, use);
+    const int ks = static_cast<int>((2 * t) % kRing), vs = ks == kRing - 1 ? 0 : ks + 1;
+    mbar_wait(full + ks, static_cast<unsigned>(((2 * t) / kRing) & 1));
     {
       const double* tile = KV + ks * kBK * ST;
 #pragma unroll
       for (int n = 0; n < kBK / 8; ++n)
 #pragma unroll
         for (int x = 0; x < 4; ++x) s[n][x] = 0.0;
-      // Two steps at a time: the whole loop unrolled needs more than the 255 registers a thread has.
-#pragma unroll 2
+      // Not unrolled: measured at block24, two steps at a time ran 2 % slower, the whole loop 4 % (255
+      // registers, no room left to hide the loads).
+#pragma unroll 1
       for (int kk = 0; kk < D; kk += 16) {
         double a[8];
 #pragma unroll
@@ -254,7 +280,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     }
-    // Online softmax on the registers: keys past the end weigh nothing.
+    // Online softmax on the registers. Keys past the end weigh exp(-746) 2^64, below the last bit of a row
+    // sum that holds a 2^64, against V rows of zeros.
     if (key0 + kBK > S) {
 #pragma unroll
       for (int n = 0; n < kBK / 8; ++n)
@@ -262,7 +289,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int x = 0; x < 4; ++x)
           if (key0 + 8 * n + 2 * c + (x & 1) >= S) s[n][x] = -INFINITY;
     }
-    double alpha[2];
+    double alpha[2], m_new[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       double mx = -INFINITY;
@@ -272,22 +299,27 @@ __global__ void __launch_bounds__(kThreads, 1)
       mx = fmax(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
       // Rounding is monotonic, so the max of the scaled scores is the scaled max; finite: every
       // tile holds a key.
-      const double m_new = fmax(m[h], mx * scale);
-      alpha[h] = exp_nonpos(m[h] - m_new, table);
-      m[h] = m_new;
+      m_new[h] = fmax(m[h], mx * scale);
+    }
+    // The max of a row seldom moves after the first tiles; when no row of the warp moved, every alpha is 1.
+    const bool moved = __any_sync(0xffffffffu, m_new[0] != m[0] || m_new[1] != m[1]);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      alpha[h] = moved ? exp_nonpos(m[h] - m_new[h], table) * 0x1p-64 : 1.0;
+      m[h] = m_new[h];
       double sum = 0.0;
 #pragma unroll
       for (int n = 0; n < kBK / 8; ++n)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const double pe = exp_nonpos(fma(s[n][2 * h + e], scale, -m_new), table);
+          const double pe = exp_nonpos(fma(s[n][2 * h + e], scale, -m_new[h]), table);
           s[n][2 * h + e] = pe;
           sum += pe;
         }
       l[h] = l[h] * alpha[h] + sum;
     }
-    // The max of a row seldom moves after the first tiles: skip the rescale when no row of the warp moved.
-    if (!__all_sync(0xffffffffu, alpha[0] == 1.0 && alpha[1] == 1.0)) {
+    // Skip the rescale when no row of the warp moved.
+    if (moved && !__all_sync(0xffffffffu, alpha[0] == 1.0 && alpha[1] == 1.0)) {
 #pragma unroll
       for (int j = 0; j < NT; ++j) {
         o[j][0] *= alpha[0];
@@ -296,8 +328,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         o[j][3] *= alpha[1];
       }
     }
-    __syncthreads();  // every warp is done with K_t
-    if (t + 1 < tiles) request(2 * t + 3, ks);
+    release(2 * t);
     mbar_wait(full + vs, static_cast<unsigned>(((2 * t + 1) / kRing) & 1));
     {
       const double* tile = KV + vs * kBK * ST + vb;
@@ -314,7 +345,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     }
-    ks = nks;
+    release(2 * t + 1);
   }
   // The row sums: this lane's part plus its three neighbours' (the lanes of one row).
 #pragma unroll
@@ -334,15 +365,54 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif  // TS_FLASH_ARCH
 }
 
+// The copy engine's view of a [S, H, D] array: rows of H·D doubles, read kBK rows by D + 2 columns.
+cudaError_t tile_map(CUtensorMap* map, const double* base, long long S, long long H, int D) {
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    return cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) ==
+                       cudaSuccess &&
+                   found == cudaDriverEntryPointSuccess
+               ? reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn)
+               : nullptr;
+  }();
+  if (encode == nullptr) return cudaErrorNotSupported;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(H * D), static_cast<cuuint64_t>(S)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(H * D) * sizeof(double)};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(D + 2), kBK}, unit[2] = {1, 1};
+  return encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT64, 2, const_cast<double*>(base), dims, strides, box, unit,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS
+             ? cudaSuccess
+             : cudaErrorInvalidValue;
+}
+
+__global__ void exp_probe(const double* __restrict__ x, double* __restrict__ out, long long n) {
+#ifndef TS_FLASH_ARCH
+  __trap();
+#else
+  __shared__ double table[kTable];
+  for (int i = threadIdx.x; i < kTable; i += blockDim.x) table[i] = kExp2Table[i];
+  __syncthreads();
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x)
+    out[i] = exp_nonpos(x[i], table);
+#endif
+}
+
 template <int D>
 cudaError_t launch(const double* q, const double* k, const double* v, double* out, long long S, long long H,
                    double scale) {
+  CUtensorMap kmap, vmap;
+  cudaError_t m = tile_map(&kmap, k, S, H, D);
+  if (m == cudaSuccess) m = tile_map(&vmap, v, S, H, D);
+  if (m != cudaSuccess) return m;
   constexpr size_t bytes = smem_bytes<D>();
   cudaError_t e = cudaFuncSetAttribute(exact_flash<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(bytes));
   if (e != cudaSuccess) return e;
   const dim3 grid(static_cast<unsigned>((S + kBQ - 1) / kBQ), static_cast<unsigned>(H));
-  exact_flash<D><<<grid, kThreads, bytes>>>(q, k, v, out, S, static_cast<int>(H), scale);
+  exact_flash<D><<<grid, kThreads, bytes>>>(q, kmap, vmap, out, S, static_cast<int>(H), scale);
   return cudaGetLastError();
 }
 
@@ -361,6 +431,24 @@ std::string exact_flash_unsupported(long long H, int D) {
   const size_t bytes = smem_for(D);
   if (bytes == 0) return "head dim " + std::to_string(D) + " (the fused kernel takes 32, 64 or 128)";
   return tc::dmma_kernel_unsupported(H, bytes);
+}
+
+std::string exact_flash_exp(const double* x, double* out, long long n) {
+  const size_t bytes = static_cast<size_t>(n) * sizeof(double);
+  double* d = nullptr;
+  std::string failed;
+  const auto check = [&](const char* what, cudaError_t e) {
+    if (e != cudaSuccess && failed.empty()) failed = std::string(what) + ": " + cudaGetErrorString(e);
+    return failed.empty();
+  };
+  if (check("cudaMalloc", cudaMalloc(&d, 2 * bytes)) &&
+      check("copy in", cudaMemcpy(d, x, bytes, cudaMemcpyHostToDevice))) {
+    exp_probe<<<256, 256>>>(d, d + n, n);
+    if (check("exp launch", cudaGetLastError()))
+      check("copy out", cudaMemcpy(out, d + n, bytes, cudaMemcpyDeviceToHost));
+  }
+  cudaFree(d);
+  return failed;
 }
 
 cudaError_t exact_flash_launch(const double* q, const double* k, const double* v, double* out, long long S,

@@ -1,6 +1,7 @@
 #pragma once
 // The boundary between nvcc-compiled code and the rest: plain types only, so
 // the .cu file stays free of the project's heavier headers.
+#include <cstddef>
 #include <string>
 
 namespace ts::cuda {
@@ -13,17 +14,21 @@ struct ExactTiming {
   double device_ms = 0;
   const char* kernel = "";  // the one that ran: "flash" or "gemm"
   long long chunk = 0;      // gemm: queries per chunk actually used (flash: 0)
-  // Host clock: device setup (context, allocations, cuBLAS), inputs to the
-  // device (copies and widening), the output back.
-  double setup_ms = 0, upload_ms = 0, download_ms = 0;
+  // Host clock: device setup (context, allocations, cuBLAS, staging buffers), the inputs to the device
+  // (narrowed or copied into the staging buffers while the previous chunk crosses the bus), waiting for the
+  // output's allocation after the compute, the output back, the device memory released.
+  double setup_ms = 0, upload_ms = 0, place_ms = 0, download_ms = 0, teardown_ms = 0;
+  int f32_inputs = 0;  // inputs that crossed the bus as float32
 };
 
-// One input as the host hands it over: float32 where every value is one (the
-// bf16/f16/f32 inputs of a real run: half the bytes over the bus, widened to
-// float64 on the device, exactly), else float64. Exactly one is set.
-struct ExactInput {
-  const float* f32 = nullptr;
-  const double* f64 = nullptr;
+// How the host side moves one chunk of an input or of the output (it uses all cores; the device part
+// calls these between transfers). The inputs cross the bus as float32 while every value is one (the
+// bf16/f16/f32 inputs of a real run: half the bytes, widened to float64 on the device, exactly), else as
+// float64.
+struct HostCopies {
+  // dst[i] = src[i] as float32 for i < n; false when some value is not one (NaN included).
+  bool (*narrow)(const double* src, float* dst, size_t n);
+  void (*copy)(const double* src, double* dst, size_t n);
 };
 
 // Which device kernel computes it. flash: fused, float64 tensor cores (compute capability 9.0+),
@@ -36,6 +41,10 @@ enum class ExactKernel { automatic, flash, gemm };
 // it can).
 std::string exact_flash_unsupported(long long H, int D);
 
+// The fused kernel's own exp (its argument is never positive) over n host values: out[i] = exp(x[i]) · 2^64,
+// the scale it computes in (tests hold it to the exact value). Returns "" or the failing CUDA call.
+std::string exact_flash_exp(const double* x, double* out, long long n);
+
 // Where the output goes: called once while the device computes (the launches
 // are asynchronous), so allocating the output costs no wall time.
 using OutputPlace = double* (*)(void* ctx);
@@ -44,8 +53,8 @@ using OutputPlace = double* (*)(void* ctx);
 // host arrays; out = place(ctx). gemm processes `chunk` queries at a time (0:
 // as many as a quarter of the free device memory holds). Returns an empty
 // string, or the failing CUDA/cuBLAS call.
-std::string exact_attention_fp64(ExactInput q, ExactInput k, ExactInput v, OutputPlace place, void* ctx,
-                                 long long S, long long H, int D, double scale, ExactKernel kernel,
-                                 long long chunk, ExactTiming* timing);
+std::string exact_attention_fp64(const double* q, const double* k, const double* v, HostCopies copies,
+                                 OutputPlace place, void* ctx, long long S, long long H, int D, double scale,
+                                 ExactKernel kernel, long long chunk, ExactTiming* timing);
 
 }  // namespace ts::cuda

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <random>
@@ -393,6 +394,50 @@ TEST_CASE("exact_cuda takes float64 inputs that are not float32 values as float6
   CHECK(rel_l2(dev32.out, host.out) > 1e-13);
 }
 
+// Inputs and output cross the bus in chunks of 2^23 values through pinned buffers, each input as float32
+// until a value is not one, then again from the start as float64: here 9 M values per tensor (two chunks,
+// the second partial), K's float64 values all in the second chunk, after its first chunk went up as float32.
+TEST_CASE("exact_cuda's chunked transfers: a float64 value in a later chunk, a partial last chunk") {
+  std::string why;
+  if (!ts::cuda::device_available(&why)) {
+    std::cout << "skipped: no CUDA device (" << why << ")\n";
+    return;
+  }
+  const int64_t S = 1100, H = 64, D = 128;  // 9 011 200 values, 2^23 = 8 388 608 a chunk
+  std::mt19937_64 gen(5);
+  std::uniform_real_distribution<double> uni(-2.0, 2.0);
+  std::vector<ts::Tensor> t;
+  for (int i = 0; i < 3; ++i) {
+    t.emplace_back(std::vector<int64_t>{S, H, D}, ts::DType::f64);
+    for (double& x : t.back().data) x = static_cast<float>(uni(gen));
+  }
+  ts::BlockConfig cfg;
+  cfg.heads = H;
+  cfg.head_dim = D;
+  cfg.hidden = H * D;
+  cfg.segments = {{"text", false, 0, S}};
+  cfg.softmax_scale = 1.0 / std::sqrt(static_cast<double>(D));
+  const auto run = [&](const char* backend) {
+    return ts::make_attention_backend(backend, {})->run(ts::make_attention_problem(t[0], t[1], t[2], cfg));
+  };
+  const ts::AttentionResult all32 = run("exact_cuda");
+  CHECK(all32.stats["f32_inputs"].get<int>() == 3);
+  // K's second chunk scaled by 1 + 2^-30: no longer float32 values, and rounding them back would move
+  // the output by about 1e-10, which the bound below sees.
+  for (size_t i = size_t{1} << 23; i < t[1].data.size(); ++i) t[1].data[i] *= 1.0 + std::ldexp(1.0, -30);
+  const ts::AttentionResult mixed = run("exact_cuda"), host = run("exact");
+  CHECK(mixed.stats["f32_inputs"].get<int>() == 2);
+  CHECK(rel_l2(mixed.out, host.out) < 1e-13);
+  // The last output chunk arrived: the last row is the host's too.
+  const size_t last = static_cast<size_t>((S - 1) * H * D);
+  double d2 = 0, r2 = 0;
+  for (size_t i = last; i < mixed.out.data.size(); ++i) {
+    d2 += (mixed.out.data[i] - host.out.data[i]) * (mixed.out.data[i] - host.out.data[i]);
+    r2 += host.out.data[i] * host.out.data[i];
+  }
+  CHECK(std::sqrt(d2 / r2) < 1e-13);
+}
+
 // The fused kernel's edges, which the presets' shapes do not reach: sequences no tile divides (the
 // last key tile and query block part full), each head dim it takes, scores spread so wide that most
 // weights are subnormal or zero (its own exp), and a NaN in one key, which must reach exactly the
@@ -442,6 +487,50 @@ TEST_CASE("exact_cuda's fused kernel on shapes no tile divides, wide scores and 
     CHECK(mismatched == 0);
     CHECK(std::isnan(dev_nan.data[static_cast<size_t>(sh.H - 1) * static_cast<size_t>(sh.D)]));
   }
+}
+
+// The fused kernel's own exp, which it computes scaled by 2^64 (every result normal): within 1 ulp of the
+// exact value (long double), for the arguments attention gives it (never positive), NaN kept, and
+// arguments past exp's range giving a weight below any row sum's last bit rather than garbage.
+TEST_CASE("exact_cuda's own exp is within 1 ulp") {
+  std::string why;
+  if (!ts::cuda::device_available(&why)) {
+    std::cout << "skipped: no CUDA device (" << why << ")\n";
+    return;
+  }
+  if (!ts::cuda::exact_flash_unsupported(1, 128).empty()) {
+    std::cout << "skipped: the fused kernel cannot run here\n";
+    return;
+  }
+  std::mt19937_64 gen(11);
+  std::vector<double> x;
+  for (const double lo : {-745.0, -40.0, -1e-3}) {
+    std::uniform_real_distribution<double> uni(lo, 0.0);
+    for (int i = 0; i < 400000; ++i) x.push_back(uni(gen));
+  }
+  for (const double edge : {0.0, -0.0, -745.0, -0x1.62e42fefa39efp-8, -1e-300, -5e-324}) x.push_back(edge);
+  const size_t checked = x.size();
+  for (const double beyond : {-746.0, -1e300, -std::numeric_limits<double>::infinity(), std::nan("")})
+    x.push_back(beyond);
+  std::vector<double> got(x.size());
+  REQUIRE(ts::cuda::exact_flash_exp(x.data(), got.data(), static_cast<long long>(x.size())) == "");
+  double worst = 0.0, worst_x = 0.0;
+  for (size_t i = 0; i < checked; ++i) {
+    const long double exact = std::ldexp(std::exp(static_cast<long double>(x[i])), 64);
+    const double nearest = static_cast<double>(exact);
+    const double ulp = std::nextafter(nearest, INFINITY) - nearest;
+    const double err = static_cast<double>(std::fabs(static_cast<long double>(got[i]) - exact)) / ulp;
+    if (!(err <= worst)) {
+      worst = err;
+      worst_x = x[i];
+    }
+  }
+  CAPTURE(worst_x);
+  CHECK(worst <= 1.0);
+  CHECK(got[checked - 6] == 0x1p64);  // exp(0) and exp(-0) exactly
+  CHECK(got[checked - 5] == 0x1p64);
+  for (size_t i = checked; i < checked + 3; ++i) CHECK((got[i] >= 0.0 && got[i] < 0x1p-1000));
+  CHECK(std::isnan(got.back()));
 }
 
 TEST_CASE("exact_cuda runs the kernel asked for, flash where it can") {
