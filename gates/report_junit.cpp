@@ -4,11 +4,6 @@
 #include "gates/report.hpp"
 
 namespace ts {
-namespace {
-
-std::string esc(const std::string& s) { return markup_escape(s); }
-
-}  // namespace
 
 // One test case per candidate x rule (built-in checks included). A failed
 // rule is a <failure type="REJECT">, an open or missing one a <failure
@@ -20,26 +15,27 @@ std::string render_junit(const GateRun& run) {
   for (const auto& c : run.candidates) {
     for (const auto& o : c.outcomes) {
       ++tests;
-      cases << "    <testcase classname=\"" << esc(run.gate.name + "." + c.candidate) << "\" name=\""
-            << esc(o.id) << "\">\n";
+      cases << "    <testcase classname=\"" << markup_escape(run.gate.name + "." + c.candidate)
+            << "\" name=\"" << markup_escape(o.id) << "\">\n";
       const std::string body = o.message + (o.bound.empty() ? "" : "\nbound: " + o.bound) +
                                (c.repro.empty() ? "" : "\nrepro: " + c.repro);
       if (o.id == "run" && o.builtin && o.status == RuleStatus::fail) {
         ++errors;
-        cases << "      <error type=\"error\" message=\"" << esc(o.message) << "\">" << esc(body) << "</error>\n";
+        cases << "      <error type=\"error\" message=\"" << markup_escape(o.message) << "\">"
+              << markup_escape(body) << "</error>\n";
       } else if (o.status == RuleStatus::fail) {
         ++failures;
-        cases << "      <failure type=\"REJECT\" message=\"" << esc(o.message) << "\">" << esc(body)
-              << "</failure>\n";
+        cases << "      <failure type=\"REJECT\" message=\"" << markup_escape(o.message) << "\">"
+              << markup_escape(body) << "</failure>\n";
       } else if (o.status == RuleStatus::inconclusive || (o.status == RuleStatus::missing && !o.optional)) {
         ++failures;
-        cases << "      <failure type=\"INCONCLUSIVE\" message=\"" << esc(o.message) << "\">" << esc(body)
-              << "</failure>\n";
+        cases << "      <failure type=\"INCONCLUSIVE\" message=\"" << markup_escape(o.message) << "\">"
+              << markup_escape(body) << "</failure>\n";
       } else if (o.status == RuleStatus::missing) {
         ++skipped;
-        cases << "      <skipped message=\"" << esc(o.message) << "\"/>\n";
+        cases << "      <skipped message=\"" << markup_escape(o.message) << "\"/>\n";
       } else {
-        cases << "      <system-out>" << esc(o.message) << "</system-out>\n";
+        cases << "      <system-out>" << markup_escape(o.message) << "</system-out>\n";
       }
       cases << "    </testcase>\n";
     }
@@ -48,8 +44,8 @@ std::string render_junit(const GateRun& run) {
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out << "<testsuites name=\"touchstone gate\" tests=\"" << tests << "\" failures=\"" << failures
       << "\" errors=\"" << errors << "\" skipped=\"" << skipped << "\">\n";
-  out << "  <testsuite name=\"" << esc(run.gate.name) << "\" tests=\"" << tests << "\" failures=\""
-      << failures << "\" errors=\"" << errors << "\" skipped=\"" << skipped << "\">\n";
+  out << "  <testsuite name=\"" << markup_escape(run.gate.name) << "\" tests=\"" << tests
+      << "\" failures=\"" << failures << "\" errors=\"" << errors << "\" skipped=\"" << skipped << "\">\n";
   out << cases.str();
   out << "  </testsuite>\n</testsuites>\n";
   return out.str();

@@ -280,12 +280,6 @@ class Sage2Backend : public AttentionBackend {
   std::string name_;
 };
 
-std::string fmt_num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
 }  // namespace
 
 Sage2Config sage2_config_from(BackendParams& p, std::string* name) {
@@ -336,9 +330,9 @@ Sage2Config sage2_config_from(BackendParams& p, std::string* name) {
   const float sm_default = c.accum == Sage2Accum::fp32_fp16 ? 2.25f : 448.0f;
   const double sm = p.get_double("scale_max", sm_default);
   if (!(sm > 0) || sm > 448)
-    throw InputError("backend '" + p.spec() + "': scale_max=" + fmt_num(sm) + " must be in (0, 448]");
+    throw InputError("backend '" + p.spec() + "': scale_max=" + backend_param_text(sm) + " must be in (0, 448]");
   c.scale_max = static_cast<float>(sm);
-  note("scale_max", fmt_num(sm), c.scale_max != sm_default);
+  note("scale_max", backend_param_text(sm), c.scale_max != sm_default);
 
   auto flag = [&](const char* key, bool& field, bool fallback, bool in_name) {
     field = p.get_bool(key, fallback);

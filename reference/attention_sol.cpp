@@ -3,7 +3,6 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <numeric>
 
@@ -272,12 +271,6 @@ void attend_block(const SolPrepared& pr, const SolConfig& c, float scale, int64_
     }
 }
 
-std::string fmt_num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
 }  // namespace
 
 const char* sol_precision_name(SolPrecision p) {
@@ -478,10 +471,10 @@ SolConfig sol_config_from(BackendParams& p, std::string* out_name) {
   c.selector = sel == "zscore" ? SolSelector::zscore : sel == "topk" ? SolSelector::topk : SolSelector::cdf;
   c.topk = p.get_double("topk", def.topk);
   if (!(c.topk > 0 && c.topk <= 1))
-    throw InputError("backend '" + p.spec() + "': topk=" + fmt_num(c.topk) + " must be in (0, 1]");
+    throw InputError("backend '" + p.spec() + "': topk=" + backend_param_text(c.topk) + " must be in (0, 1]");
   c.cdf = p.get_double("cdf", def.cdf);
   if (!(c.cdf > 0 && c.cdf <= 1))
-    throw InputError("backend '" + p.spec() + "': cdf=" + fmt_num(c.cdf) + " must be in (0, 1]");
+    throw InputError("backend '" + p.spec() + "': cdf=" + backend_param_text(c.cdf) + " must be in (0, 1]");
   c.compensation = p.get_bool("compensation", true);
   const std::string prec = p.get_choice("precision", "bf16", {"bf16", "int8_qk", "int8_qk_pv"});
   c.precision = prec == "bf16" ? SolPrecision::bf16
@@ -492,9 +485,9 @@ SolConfig sol_config_from(BackendParams& p, std::string* out_name) {
 
   std::string name = "sol_";
   switch (c.selector) {
-    case SolSelector::zscore: name += "tau" + fmt_num(c.tau); break;
-    case SolSelector::topk: name += "topk" + fmt_num(c.topk); break;
-    case SolSelector::cdf: name += "cdf" + fmt_num(c.cdf); break;
+    case SolSelector::zscore: name += "tau" + backend_param_text(c.tau); break;
+    case SolSelector::topk: name += "topk" + backend_param_text(c.topk); break;
+    case SolSelector::cdf: name += "cdf" + backend_param_text(c.cdf); break;
   }
   name += std::string("_") + prec;
   if (c.block_q != def.block_q) name += "_bq" + std::to_string(c.block_q);

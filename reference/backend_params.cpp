@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 #include "core/error.hpp"
@@ -95,6 +96,12 @@ void BackendParams::finish() const {
     if (!used_.count(k)) unknown += (unknown.empty() ? "" : ", ") + k;
   if (!unknown.empty())
     throw InputError("backend '" + spec_ + "': unknown parameter(s) " + unknown);
+}
+
+std::string backend_param_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
 }
 
 }  // namespace ts

@@ -36,4 +36,7 @@ class BackendParams {
   std::set<std::string> used_;
 };
 
+// A parameter's value as backend names and messages show it ("%g": 1.3, 0.05).
+std::string backend_param_text(double v);
+
 }  // namespace ts

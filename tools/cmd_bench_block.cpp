@@ -16,7 +16,7 @@
 #include "reference/numerics/nvfp4.hpp"
 #include "tools/command.hpp"
 
-namespace {
+namespace cmd_bench_block {
 
 // VmHWM of /proc/self/status (peak resident set), in bytes; -1 if unreadable.
 double vm_hwm_bytes() {
@@ -110,4 +110,4 @@ ts::cli::Registration reg{
       return [o] { return run(*o); };
     }};
 
-}  // namespace
+}  // namespace cmd_bench_block

@@ -18,7 +18,7 @@
 #include "reference/sage2_presets.hpp"
 #include "tools/command.hpp"
 
-namespace {
+namespace cmd_bench_emulation {
 
 using Clock = std::chrono::steady_clock;
 
@@ -147,4 +147,4 @@ ts::cli::Registration reg{
       return [o] { return run(*o); };
     }};
 
-}  // namespace
+}  // namespace cmd_bench_emulation

@@ -15,7 +15,7 @@
 #include "reference/attention_exact.hpp"
 #include "tools/command.hpp"
 
-namespace {
+namespace cmd_bench_reference {
 
 using Clock = std::chrono::steady_clock;
 
@@ -137,4 +137,4 @@ ts::cli::Registration reg{
       return [o] { return run(*o); };
     }};
 
-}  // namespace
+}  // namespace cmd_bench_reference

@@ -14,7 +14,7 @@
 #include "tools/command.hpp"
 #include "drivers/stage_comparison.hpp"
 
-namespace {
+namespace cmd_compare {
 
 struct Opts {
   std::string fixture, a, b, gate, exact = "auto";
@@ -176,4 +176,4 @@ ts::cli::Registration reg{
       return [o] { return run(*o); };
     }};
 
-}  // namespace
+}  // namespace cmd_compare

@@ -23,7 +23,7 @@
 #include "tools/command.hpp"
 #include "drivers/gate_on_fixture.hpp"
 
-namespace {
+namespace cmd_demo {
 
 struct Opts {
   std::string preset = "ci", keep;
@@ -177,4 +177,4 @@ ts::cli::Registration reg{
       return [o] { return run(*o); };
     }};
 
-}  // namespace
+}  // namespace cmd_demo

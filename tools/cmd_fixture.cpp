@@ -10,7 +10,7 @@
 #include "fixtures/synth.hpp"
 #include "tools/command.hpp"
 
-namespace {
+namespace cmd_fixture {
 
 using ts::cli::Action;
 using ts::cli::Registration;
@@ -179,4 +179,4 @@ Registration rm_output_reg{
       };
     }};
 
-}  // namespace
+}  // namespace cmd_fixture

@@ -14,7 +14,7 @@
 #include "tools/command.hpp"
 #include "drivers/gate_on_fixture.hpp"
 
-namespace {
+namespace cmd_gate {
 
 struct Opts {
   std::string gate = "sparse_acceptance", fixture, measurements, baseline;
@@ -136,4 +136,4 @@ ts::cli::Registration reg{
       return [o] { return run(*o); };
     }};
 
-}  // namespace
+}  // namespace cmd_gate

@@ -9,7 +9,7 @@
 #include "gates/report.hpp"
 #include "tools/command.hpp"
 
-namespace {
+namespace cmd_import_report {
 
 struct Opts {
   std::string report, out;
@@ -56,4 +56,4 @@ ts::cli::Registration reg{
       return [o] { return run(*o); };
     }};
 
-}  // namespace
+}  // namespace cmd_import_report

@@ -7,7 +7,7 @@
 #include "kernels_under_test/plugin_backend.hpp"
 #include "tools/command.hpp"
 
-namespace {
+namespace cmd_plugin_probe {
 
 struct Opts {
   std::string spec, fixture;
@@ -24,4 +24,4 @@ ts::cli::Registration reg{
       return [o] { return ts::plugin_probe_main(o->spec, o->fixture); };
     }};
 
-}  // namespace
+}  // namespace cmd_plugin_probe

@@ -15,7 +15,7 @@
 #include "drivers/run_estimate.hpp"
 #include "tools/command.hpp"
 
-namespace {
+namespace cmd_reference {
 
 struct Opts {
   std::string fixture, backend = "exact", preset, precision, recipe = "te", linear = "fp64";
@@ -140,4 +140,4 @@ ts::cli::Registration reg{
       return [o] { return run(*o); };
     }};
 
-}  // namespace
+}  // namespace cmd_reference

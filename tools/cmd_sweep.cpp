@@ -10,7 +10,7 @@
 #include "reference/sage2_presets.hpp"
 #include "tools/command.hpp"
 
-namespace {
+namespace cmd_sweep {
 
 struct Opts {
   std::string fixture;
@@ -86,4 +86,4 @@ ts::cli::Registration reg{
       return [o] { return run(*o); };
     }};
 
-}  // namespace
+}  // namespace cmd_sweep

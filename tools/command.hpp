@@ -2,6 +2,8 @@
 // Subcommands register themselves from their own file (tools/cmd_*.cpp), so a
 // command's options, help and action live together. A path with a space
 // ("fixture synth", "bench reference") nests under its parent command.
+// Each file's own Opts, run and reg live in a namespace named after the file
+// (cmd_demo, ...), not an anonymous one: CI's unity build joins the files.
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <string>

@@ -13,6 +13,13 @@
 
 namespace ts::test {
 
+// How often `sub` occurs in a rendered report.
+inline int occurrences(const std::string& s, const std::string& sub) {
+  int n = 0;
+  for (size_t p = s.find(sub); p != std::string::npos; p = s.find(sub, p + 1)) ++n;
+  return n;
+}
+
 inline std::string seed_path() {
   return std::string(TOUCHSTONE_SOURCE_DIR) + "/tests/gates/data/gb10_sage2_vs_sol_block24.json";
 }

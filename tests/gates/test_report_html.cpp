@@ -19,12 +19,6 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-int count(const std::string& s, const std::string& sub) {
-  int n = 0;
-  for (size_t p = s.find(sub); p != std::string::npos; p = s.find(sub, p + 1)) ++n;
-  return n;
-}
-
 std::string lower(std::string s) {
   for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   return s;
@@ -122,17 +116,17 @@ TEST_CASE("HTML report: a standalone page naming every candidate and verdict") {
   // Nothing fetched: no scripts, links or URLs besides the SVG namespace.
   CHECK(h.find("<script") == std::string::npos);
   CHECK(h.find("<link") == std::string::npos);
-  CHECK(count(h, "http") == count(h, "xmlns=\"http://www.w3.org/2000/svg\""));
+  CHECK(test::occurrences(h, "http") == test::occurrences(h, "xmlns=\"http://www.w3.org/2000/svg\""));
   REQUIRE(run.candidates.size() == 4);
   for (const auto& c : run.candidates) {
     INFO(c.candidate);
     CHECK(h.find("<code>" + c.candidate + "</code>") != std::string::npos);
     // Its badge, in the summary row and over its section.
     const std::string badge = std::string("\">") + verdict_name(c.verdict) + "</span>";
-    CHECK(count(h, badge) >= 2);
+    CHECK(test::occurrences(h, badge) >= 2);
   }
-  CHECK(count(h, "class=\"badge reject\"") == 2 * 3);
-  CHECK(count(h, "class=\"badge inconclusive\"") == 2 * 1);
+  CHECK(test::occurrences(h, "class=\"badge reject\"") == 2 * 3);
+  CHECK(test::occurrences(h, "class=\"badge inconclusive\"") == 2 * 1);
   CHECK(h.find("0 of 4 accepted") != std::string::npos);
   // The same digits as the other reports.
   CHECK(h.find(format_number(0.6257)) != std::string::npos);
@@ -141,9 +135,9 @@ TEST_CASE("HTML report: a standalone page naming every candidate and verdict") {
   // The rules table per candidate: one row per outcome, the reason included.
   int outcomes = 0;
   for (const auto& c : run.candidates) outcomes += static_cast<int>(c.outcomes.size());
-  CHECK(count(h, "<tr><td><code>") == outcomes);
+  CHECK(test::occurrences(h, "<tr><td><code>") == outcomes);
   CHECK(h.find("missing measurement: rel_l2 vs baseline (attention)") != std::string::npos);
-  CHECK(count(h, "<pre><code>repro ") == 4);
+  CHECK(test::occurrences(h, "<pre><code>repro ") == 4);
 }
 
 TEST_CASE("HTML report: names, reasons and paths are escaped") {
@@ -192,7 +186,7 @@ TEST_CASE("HTML report: NaN, infinite, undefined and missing figures are words, 
     INFO(s);
     CHECK(bad_coordinates(s).empty());
     // Every candidate has a row in every plot: a marker or a marked gap.
-    CHECK(count(s, "<g class=\"row\">") == 5);
+    CHECK(test::occurrences(s, "<g class=\"row\">") == 5);
   }
   // The NaN rows are marked gaps that say NaN; so are the undefined and missing ones.
   const std::string& sage_like = svgs[0];
@@ -201,10 +195,10 @@ TEST_CASE("HTML report: NaN, infinite, undefined and missing figures are words, 
   CHECK(sage_like.find(">undefined</text>") != std::string::npos);
   CHECK(sage_like.find(">missing</text>") != std::string::npos);
   CHECK(sage_like.find(">inf</text>") != std::string::npos);
-  CHECK(count(sage_like, "<circle class=\"dot") == 1);  // only the finite figure is a dot
+  CHECK(test::occurrences(sage_like, "<circle class=\"dot") == 1);  // only the finite figure is a dot
   // The speed plot: the good candidate's interval as whiskers, the NaN one a gap.
   const std::string& speed = svgs[3];
-  CHECK(count(speed, "class=\"whisker\"") == 1);
+  CHECK(test::occurrences(speed, "class=\"whisker\"") == 1);
   CHECK(speed.find(">NaN</text>") != std::string::npos);
 }
 
@@ -223,13 +217,13 @@ TEST_CASE("HTML report: bound lines, including limits relative to the baseline")
   REQUIRE(vs_exact.id == "vs_exact");
   REQUIRE(vs_exact.limit.has_value());
   CHECK(*vs_exact.limit == Approx(0.04));
-  CHECK(count(svgs[2], "<line class=\"bound\"") >= 1);
+  CHECK(test::occurrences(svgs[2], "<line class=\"bound\"") >= 1);
   // The seed's gate: a max and a min, one line each.
   const auto seed = svg_blocks(render_html(test::judge_report(test::seed_json())));
   REQUIRE(seed.size() == 2);
-  CHECK(count(seed[0], "<line class=\"bound\"") == 1);
+  CHECK(test::occurrences(seed[0], "<line class=\"bound\"") == 1);
   CHECK(seed[0].find(">max 0.05</text>") != std::string::npos);
-  CHECK(count(seed[1], "<line class=\"bound\"") == 1);
+  CHECK(test::occurrences(seed[1], "<line class=\"bound\"") == 1);
   CHECK(seed[1].find(">min 1</text>") != std::string::npos);
   for (const auto& s : seed) CHECK(bad_coordinates(s).empty());
 }
@@ -237,11 +231,11 @@ TEST_CASE("HTML report: bound lines, including limits relative to the baseline")
 TEST_CASE("HTML report: every <svg> opened is closed") {
   for (const GateRun& run : {synthetic_run(), test::judge_report(test::seed_json())}) {
     const std::string h = render_html(run);
-    CHECK(count(h, "<svg ") == count(h, "</svg>"));
-    CHECK(count(h, "<svg ") > 0);
-    CHECK(count(h, "<figure>") == count(h, "</figure>"));
-    CHECK(count(h, "<table") == count(h, "</table>"));
-    CHECK(svg_blocks(h).size() == static_cast<size_t>(count(h, "<svg ")));
+    CHECK(test::occurrences(h, "<svg ") == test::occurrences(h, "</svg>"));
+    CHECK(test::occurrences(h, "<svg ") > 0);
+    CHECK(test::occurrences(h, "<figure>") == test::occurrences(h, "</figure>"));
+    CHECK(test::occurrences(h, "<table") == test::occurrences(h, "</table>"));
+    CHECK(svg_blocks(h).size() == static_cast<size_t>(test::occurrences(h, "<svg ")));
   }
 }
 
@@ -317,18 +311,18 @@ TEST_CASE("compare HTML: metrics, and rel_l2 by head, query block and frame with
     CHECK(s.find("<polyline class=\"series\"") != std::string::npos);
   }
   // Heads: the NaN and the undefined head break the line and are marked.
-  CHECK(count(svgs[0], "class=\"gapmark\"") == 2);
+  CHECK(test::occurrences(svgs[0], "class=\"gapmark\"") == 2);
   CHECK(svgs[0].find("<title>2: NaN</title>") != std::string::npos);
   CHECK(svgs[0].find("<title>4: undefined</title>") != std::string::npos);
   CHECK(h.find("marked x: 2") != std::string::npos);
   CHECK(h.find("marked x: 4") != std::string::npos);
   // Head 3 sits between two gaps: a lone point keeps its marker.
   CHECK(svgs[0].find("<title>3: 0.3</title>") != std::string::npos);
-  CHECK(count(svgs[1], "class=\"gapmark\"") == 0);
+  CHECK(test::occurrences(svgs[1], "class=\"gapmark\"") == 0);
   CHECK(svgs[1].find("log10 axis") != std::string::npos);
   // Zeros are figures: a linear axis shows them.
   CHECK(svgs[2].find("linear axis") != std::string::npos);
-  CHECK(count(svgs[2], "class=\"gapmark\"") == 0);
+  CHECK(test::occurrences(svgs[2], "class=\"gapmark\"") == 0);
 
   r.breakdown.reset();
   r.breakdown_note = "no breakdown: it needs [S, H, D] tensors, these are [4, 4]";

@@ -13,11 +13,6 @@
 using namespace ts;
 
 namespace {
-int count(const std::string& s, const std::string& sub) {
-  int n = 0;
-  for (size_t p = s.find(sub); p != std::string::npos; p = s.find(sub, p + 1)) ++n;
-  return n;
-}
 std::string tmpdir() {
   auto d = std::filesystem::temp_directory_path() / ("ts_gates_reports_" + std::to_string(::getpid()));
   std::filesystem::create_directories(d);
@@ -32,7 +27,7 @@ TEST_CASE("terminal table shows figures, bounds, verdicts and repro lines") {
   CHECK(t.find("0.6257 FAIL") != std::string::npos);
   CHECK(t.find("REJECT sol_fully_dense_tau_minus_100") != std::string::npos);
   CHECK(t.find("missing measurement: rel_l2 vs baseline (attention)") != std::string::npos);
-  CHECK(count(t, "  repro: repro ") == 4);
+  CHECK(test::occurrences(t, "  repro: repro ") == 4);
   CHECK(t.find("summary: 0 accepted, 3 rejected, 1 inconclusive; exit code 1") != std::string::npos);
   CHECK(t.find("other levels:") != std::string::npos);
 }
@@ -60,9 +55,9 @@ TEST_CASE("JUnit is well-formed XML with one failure per failed rule") {
     }
   CHECK(failed == 3);
   CHECK(open == 1);
-  CHECK(count(x, "<failure type=\"REJECT\"") == failed);
-  CHECK(count(x, "<failure type=\"INCONCLUSIVE\"") == open);
-  CHECK(count(x, "<testcase ") == cases);
+  CHECK(test::occurrences(x, "<failure type=\"REJECT\"") == failed);
+  CHECK(test::occurrences(x, "<failure type=\"INCONCLUSIVE\"") == open);
+  CHECK(test::occurrences(x, "<testcase ") == cases);
   CHECK(x.find("a&lt;b&gt;&amp;&quot;c&#39;") != std::string::npos);
 
   const std::string dir = tmpdir();
@@ -81,7 +76,7 @@ TEST_CASE("Markdown summary is a table with one row per candidate") {
   const GateRun run = test::judge_report(test::seed_json());
   const std::string md = render_markdown(run);
   CHECK(md.find("### touchstone gate `sparse-attention-acceptance`: 0 of 4 accepted") != std::string::npos);
-  CHECK(count(md, "\n| `") == 4);
+  CHECK(test::occurrences(md, "\n| `") == 4);
   CHECK(md.find("**REJECT**") != std::string::npos);
   CHECK(md.find("**INCONCLUSIVE**") != std::string::npos);
 }
@@ -126,15 +121,15 @@ TEST_CASE("HTML: several runs on one page, each with its own anchors, under one 
   GateRun b = a;
   b.gate.name = "second-run";
   const std::string h = render_html({&a, &b}, "two <runs>", {"a note & more"});
-  CHECK(count(h, "<!DOCTYPE html>") == 1);
-  CHECK(count(h, "</html>") == 1);
+  CHECK(test::occurrences(h, "<!DOCTYPE html>") == 1);
+  CHECK(test::occurrences(h, "</html>") == 1);
   CHECK(h.find("<title>two &lt;runs&gt;</title>") != std::string::npos);
   CHECK(h.find("<li>a note &amp; more</li>") != std::string::npos);
   CHECK(h.find("second-run") != std::string::npos);
   for (size_t i = 0; i < a.candidates.size(); ++i)
     for (const char* r : {"run0-candidate-", "run1-candidate-"}) {
-      CHECK(count(h, "id=\"" + std::string(r) + std::to_string(i) + "\"") == 1);
-      CHECK(count(h, "href=\"#" + std::string(r) + std::to_string(i) + "\"") == 1);
+      CHECK(test::occurrences(h, "id=\"" + std::string(r) + std::to_string(i) + "\"") == 1);
+      CHECK(test::occurrences(h, "href=\"#" + std::string(r) + std::to_string(i) + "\"") == 1);
     }
   // One run alone keeps its page as before.
   CHECK(render_html(a).find("id=\"candidate-0\"") != std::string::npos);

@@ -17,9 +17,11 @@
 #include "reference/numerics/nvfp4.hpp"
 #include "reference/rope.hpp"
 #include "test_block_support.hpp"
+#include "test_sage2_inputs.hpp"
 
 using namespace ts;
 using blk::Arith;
+using ts::testing::rel_l2;
 
 namespace {
 
@@ -31,15 +33,6 @@ double rel_l2(const std::vector<long double>& ref, const Tensor& t) {
     den += ref[i] * ref[i];
   }
   return static_cast<double>(std::sqrt(num / den));
-}
-
-double rel_l2(const Tensor& a, const Tensor& b) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < a.data.size(); ++i) {
-    num += (a.data[i] - b.data[i]) * (a.data[i] - b.data[i]);
-    den += b.data[i] * b.data[i];
-  }
-  return std::sqrt(num / den);
 }
 
 bool is_bf16(double v) { return static_cast<double>(num::bf16_round(static_cast<float>(v))) == v; }
