@@ -27,11 +27,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
 struct Blas {
   cublasHandle_t h = nullptr;
   cublasStatus_t status;
@@ -227,7 +222,7 @@ std::string run_device(const double* q, const double* k, const double* v, const 
   Staging staging;
   if (staging.err != cudaSuccess) return fail(staging.what, staging.err);
   cudaError_t e;
-  host.setup_ms = since(t0);
+  host.setup_ms = ms_since(t0);
   t0 = Clock::now();
   const struct {
     const char* what;
@@ -240,7 +235,7 @@ std::string run_device(const double* q, const double* k, const double* v, const 
     host.f32_inputs += f32 ? 1 : 0;
   }
   if ((e = cudaStreamSynchronize(staging.stream)) != cudaSuccess) return fail("widen inputs", e);
-  host.upload_ms = since(t0);
+  host.upload_ms = ms_since(t0);
   // Poison the output so a kernel that writes nothing cannot pass.
   if ((e = cudaMemset(dout.p, 0xFF, n * 8)) != cudaSuccess) return fail("poison output", e);
   if ((e = cudaEventRecord(ev.start)) != cudaSuccess) return fail("event", e);
@@ -272,11 +267,11 @@ std::string run_device(const double* q, const double* k, const double* v, const 
   if ((e = cudaEventRecord(ev.stop)) != cudaSuccess) return fail("event", e);
   t0 = Clock::now();
   double* out = place(ctx);
-  host.place_ms = since(t0);
+  host.place_ms = ms_since(t0);
   if ((e = cudaEventSynchronize(ev.stop)) != cudaSuccess) return fail("kernels", e);
   t0 = Clock::now();
   if ((e = download(dout.p, out, n, copies, staging)) != cudaSuccess) return fail("copy out", e);
-  host.download_ms = since(t0);
+  host.download_ms = ms_since(t0);
   float ms = 0;
   if ((e = cudaEventElapsedTime(&ms, ev.start, ev.stop)) != cudaSuccess) return fail("event time", e);
   host.device_ms = ms;
@@ -305,7 +300,7 @@ std::string exact_attention_fp64(const double* q, const double* k, const double*
   ExactTiming host;
   Clock::time_point done;
   const std::string err = run_device(q, k, v, copies, place, ctx, S, H, D, scale, kernel, chunk, host, done);
-  host.teardown_ms = err.empty() ? since(done) : 0.0;  // its device memory, staging buffers, cuBLAS released
+  host.teardown_ms = err.empty() ? ms_since(done) : 0.0;  // its device memory, staging buffers, cuBLAS released
   if (timing) *timing = host;
   return err;
 }

@@ -120,11 +120,6 @@ __global__ void widen_kernel(const float* in, double* out, long long n) {
     out[i] = static_cast<double>(in[i]);
 }
 
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
 // CUDA events around what `body` launches.
 template <class F>
 cudaError_t timed(F body, double* ms_out) {

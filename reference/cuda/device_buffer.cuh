@@ -1,10 +1,11 @@
 #pragma once
 // What the .cu files share: an owning device allocation whose failure is kept,
 // not thrown (nvcc-side code reports errors as strings, see exact_kernel.hpp),
-// and the text of a failed CUDA call.
+// the text of a failed CUDA call, and the host clock their timings use.
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 
 namespace ts::cuda {
@@ -18,6 +19,11 @@ struct DeviceBuffer {
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 };
+
+using Clock = std::chrono::steady_clock;
+inline double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
 
 inline std::string cuda_failure(const char* what, cudaError_t e) {
   return std::string(what) + ": " + cudaGetErrorString(e);

@@ -403,6 +403,8 @@ __global__ void exp_probe(const double* __restrict__ x, double* __restrict__ out
 template <int D>
 cudaError_t launch(const double* q, const double* k, const double* v, double* out, long long S, long long H,
                    double scale) {
+  // The copy engine's coordinates are 32-bit.
+  if (S > 0x7fffffff || H * D > 0x7fffffff) return cudaErrorInvalidValue;
   CUtensorMap kmap, vmap;
   cudaError_t m = tile_map(&kmap, k, S, H, D);
   if (m == cudaSuccess) m = tile_map(&vmap, v, S, H, D);
