@@ -7,6 +7,7 @@
 #include "reference/cuda/exact_kernel.hpp"
 #include "reference/cuda/sage2_kernel.hpp"
 #include "reference/numerics/convert.hpp"
+#include "reference/zero_tensor.hpp"
 
 namespace ts::cuda {
 namespace {
@@ -90,7 +91,7 @@ AttentionResult sage2_attention(const AttentionProblem& problem, const Sage2Conf
   if (!err.empty()) throw InternalError("sage2_cuda: " + err);
   const auto t2 = Clock::now();
   AttentionResult r;
-  r.out = Tensor({pr.S, pr.H, pr.D}, c.round_out ? DType::bf16 : DType::f32);
+  r.out = zero_tensor({pr.S, pr.H, pr.D}, c.round_out ? DType::bf16 : DType::f32);
   double* o = r.out.data.data();
   const int64_t n = static_cast<int64_t>(out.size());
   const bool round_out = c.round_out;

@@ -7,6 +7,7 @@
 #include "reference/cuda/exact_kernel.hpp"
 #include "reference/cuda/sol_kernel.hpp"
 #include "reference/numerics/convert.hpp"
+#include "reference/zero_tensor.hpp"
 
 namespace ts::cuda {
 
@@ -170,7 +171,7 @@ AttentionResult sol_cuda_run(SolCudaInputs& in, const SolConfig& c) {
   // The output's allocation (page faults of S*H*D doubles) overlaps the kernel.
   const auto alloc = [](void* x) {
     auto* pl = static_cast<Place*>(x);
-    pl->r->out = Tensor(pl->shape, pl->dtype);
+    pl->r->out = zero_tensor(pl->shape, pl->dtype);
   };
   const float* out = nullptr;
   double ms = 0;

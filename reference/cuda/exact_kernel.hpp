@@ -15,8 +15,8 @@ struct ExactTiming {
   const char* kernel = "";  // the one that ran: "flash" or "gemm"
   long long chunk = 0;      // gemm: queries per chunk actually used (flash: 0)
   // Host clock: device setup (context, allocations, cuBLAS, staging buffers), the inputs to the device
-  // (narrowed or copied into the staging buffers while the previous chunk crosses the bus), waiting for the
-  // output's allocation after the compute, the output back, the device memory released.
+  // (narrowed or copied into the staging buffers while the previous chunk crosses the bus), making the output
+  // (while the device computes), the output back, the device memory released.
   double setup_ms = 0, upload_ms = 0, place_ms = 0, download_ms = 0, teardown_ms = 0;
   int f32_inputs = 0;  // inputs that crossed the bus as float32
 };
