@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "reference/numerics/convert.hpp"
+#include "reference/zero_tensor.hpp"
 
 namespace ts::sage2 {
 
@@ -15,7 +16,7 @@ HeadMajor to_head_major(const BSHDView& v) {
   out.H = v.H;
   out.S = v.S;
   out.D = v.D;
-  out.x.resize(static_cast<size_t>(v.H * v.S * v.D));
+  zero_fill(out.x, static_cast<size_t>(v.H * v.S * v.D));
 #pragma omp parallel for schedule(static)
   for (int64_t h = 0; h < v.H; ++h)
     for (int64_t s = 0; s < v.S; ++s) {
@@ -146,7 +147,7 @@ Int8Tensor quantize_int8(const HeadMajor& x, const ScaleLayout& layout) {
   q.S = x.S;
   q.D = x.D;
   q.n_scales = layout.n_scales(x.S);
-  q.codes.resize(x.x.size());
+  zero_fill(q.codes, x.x.size());
   q.scales.assign(static_cast<size_t>(x.H * q.n_scales), 0.0f);
   q.scale_of.resize(static_cast<size_t>(x.S));
   for (int64_t s = 0; s < x.S; ++s) q.scale_of[s] = static_cast<int32_t>(layout.index(s));
@@ -181,15 +182,20 @@ Int8Tensor quantize_int8(const HeadMajor& x, const ScaleLayout& layout) {
 
 HeadMajor subtract_mean(const HeadMajor& k, const std::vector<float>& km, Granularity g,
                         DType input_dtype) {
-  HeadMajor out = k;
+  HeadMajor out;
+  out.H = k.H;
+  out.S = k.S;
+  out.D = k.D;
+  zero_fill(out.x, k.x.size());
 #pragma omp parallel for schedule(static)
   for (int64_t h = 0; h < k.H; ++h) {
-    float* x = out.head(h);
+    const float* x = k.head(h);
+    float* y = out.head(h);
     const float* m = km.data() + h * k.D;
     for (int64_t s = 0; s < k.S; ++s)
       for (int64_t d = 0; d < k.D; ++d) {
         const float diff = x[s * k.D + d] - m[d];
-        x[s * k.D + d] = g == Granularity::per_thread ? round_to_dtype(diff, input_dtype) : diff;
+        y[s * k.D + d] = g == Granularity::per_thread ? round_to_dtype(diff, input_dtype) : diff;
       }
   }
   return out;
@@ -200,8 +206,8 @@ Fp8V quantize_v_fp8(const HeadMajor& v, float scale_max) {
   f.H = v.H;
   f.S = v.S;
   f.D = v.D;
-  f.codes.assign(v.x.size(), 0);
-  f.values.assign(v.x.size(), 0.0f);
+  zero_fill(f.codes, v.x.size());
+  zero_fill(f.values, v.x.size());
   f.scales.assign(static_cast<size_t>(v.H * v.D), 0.0f);
   int64_t zero_channels = 0;
   // Heads are independent: the same bits at any thread count (at block24 the

@@ -1,5 +1,6 @@
 #pragma once
-// Large zero-filled host tensors whose pages are made on every core first.
+// Large zero-filled host tensors and vectors whose pages are made on every core first.
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -7,11 +8,22 @@
 
 namespace ts {
 
-// Tensor(shape, dtype), but for a tensor of 64 MB or more the kernel first supplies its pages in 64 MB slices
-// on all cores (MADV_POPULATE_WRITE, Linux 5.14+); the zero fill then runs over memory that is already
-// there. One core faulting in a fresh tensor 4 KB at a time took 1.2-1.4 s for block24's 2.2 GB attention
-// output on the H200 machine (the device computes it in 0.8 s). Where the call is missing or refused, the
-// fill makes the pages itself, as Tensor's constructor does.
+// Asks the kernel to supply the pages of [p, p + bytes) now, in 64 MB slices on all cores
+// (MADV_POPULATE_WRITE, Linux 5.14+), when the range spans 64 MB or more. One core faulting in fresh memory
+// 4 KB at a time took 1.2-1.4 s for block24's 2.2 GB attention output on the H200 machine (the device
+// computes it in 0.8 s). Only a hint: where the call is missing or refused, the first write makes the pages.
+void populate_pages(void* p, size_t bytes);
+
+// v = n value-initialised (zero) elements, its pages populated first.
+template <class T>
+void zero_fill(std::vector<T>& v, size_t n) {
+  v.clear();
+  v.reserve(n);
+  populate_pages(v.data(), n * sizeof(T));
+  v.resize(n);
+}
+
+// Tensor(shape, dtype), its storage made by zero_fill.
 Tensor zero_tensor(std::vector<int64_t> shape, DType dtype);
 
 }  // namespace ts

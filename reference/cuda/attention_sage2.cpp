@@ -85,7 +85,8 @@ AttentionResult sage2_attention(const AttentionProblem& problem, const Sage2Conf
   dp.k_scale_tok = ks.data();
   dp.v = pr.v8.values.data();
   dp.v_scale = pr.v8.scales.data();
-  std::vector<float> out(static_cast<size_t>(pr.S * pr.H * pr.D));
+  std::vector<float> out;
+  zero_fill(out, static_cast<size_t>(pr.S * pr.H * pr.D));
   Sage2Timing timing;
   const std::string err = sage2_attention_device(dp, kernel, out.data(), &timing);
   if (!err.empty()) throw InternalError("sage2_cuda: " + err);

@@ -34,3 +34,18 @@ TEST_CASE("zero_tensor: a tensor past one 64 MB slice, its last slice partial, a
   const std::vector<int64_t> shape{3, 1'000'003, 3};  // 72 MB: one whole slice and a partial one
   check_zeros(ts::zero_tensor(shape, ts::DType::f64), shape, ts::DType::f64);
 }
+
+TEST_CASE("zero_fill: a vector in use comes back as n zeros, shorter or longer than before") {
+  std::vector<float> v(1000, 7.0f);
+  ts::zero_fill(v, 10);
+  CHECK(v == std::vector<float>(10, 0.0f));
+  v.assign(10, -3.0f);
+  ts::zero_fill(v, 20'000'000);  // 80 MB: populated in slices
+  REQUIRE(v.size() == 20'000'000u);
+  size_t nonzero = 0;
+  for (float x : v) nonzero += x != 0.0f || std::signbit(x);
+  CHECK(nonzero == 0);
+  std::vector<int8_t> codes{1, 2, 3};
+  ts::zero_fill(codes, 0);
+  CHECK(codes.empty());
+}
