@@ -8,11 +8,12 @@
 
 namespace ts {
 
-// Asks the kernel to supply the pages of [p, p + bytes) now, in 64 MB slices on all cores
-// (MADV_POPULATE_WRITE, Linux 5.14+), when the range spans 64 MB or more. One core faulting in fresh memory
-// 4 KB at a time took 1.2-1.4 s for block24's 2.2 GB attention output on the H200 machine (the device
-// computes it in 0.8 s). Only a hint: where the call is missing or refused, the first write makes the pages.
-void populate_pages(void* p, size_t bytes);
+// Asks the kernel to supply the whole pages inside [p, p + bytes) now, in 64 MB slices on all cores
+// (MADV_POPULATE_WRITE, Linux 5.14+), when they span 64 MB or more. One core faulting in fresh memory
+// page by page took 1.2-1.4 s for block24's 2.2 GB attention output on the H200 machine (the device
+// computes it in 0.8 s). Only a hint, which never changes the memory's contents: false when the range is
+// too small or the kernel refused, and then the first writes make the pages as before.
+bool populate_pages(void* p, size_t bytes);
 
 // v = n value-initialised (zero) elements, its pages populated first.
 template <class T>
