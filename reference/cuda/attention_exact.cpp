@@ -25,7 +25,7 @@ HostInput host_input(const BSHDView& x) {
     h.p = x.p;
     return h;
   }
-  h.packed.resize(static_cast<size_t>(x.S * x.H * x.D));
+  zero_fill(h.packed, static_cast<size_t>(x.S * x.H * x.D));
   double* o = h.packed.data();
 #pragma omp parallel for schedule(static)
   for (int64_t s = 0; s < x.S; ++s)
