@@ -27,9 +27,11 @@
 // K and V rows are D + 2 doubles apart (the copy engine reads 2 doubles past
 // each row into the padding), which puts the rows a fragment reads in
 // distinct banks.
-// exp is exp_nonpos below (a table and a degree-5 polynomial, no branch): its
-// arguments are never positive. The streamed softmax sums in another order than
-// the host's: within 1e-13 relative (tests/cuda).
+// exp is exp2_nonpos below (a table and a degree-5 polynomial, no branch), on
+// scores scaled to units of ln2/128 (one multiplier, scale · 128/ln2), where
+// its range reduction is exact and needs one operation where exp(x)'s needs
+// three; its arguments are never positive. The streamed softmax sums in another
+// order than the host's: within 1e-13 relative (tests/cuda).
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cudaTypedefs.h>
@@ -131,25 +133,26 @@ __constant__ double kExp2Table[kTable] = {
     0x1.ea4afa2a490dap+0, 0x1.ecf482d8e67f1p+0, 0x1.efa1bee615a27p+0, 0x1.f252b376bba97p+0,
     0x1.f50765b6e4540p+0, 0x1.f7bfdad9cbe14p+0, 0x1.fa7c1819e90d8p+0, 0x1.fd3c22b8f71f1p+0};
 
-// exp(x) · 2^64 for x <= 0 (or NaN), within 1 ulp (60 M random arguments against a long-double exp; tests/cuda
-// holds it to that), in 11 float64 operations and no branch (the library's exp has a slow path that costs a
-// call and a divergence point per use): x = (128 e + j) ln2/128 + r with |r| <= ln2/256, exp(x) = 2^e ·
-// 2^(j/128) · exp(r), exp(r) by its Taylor polynomial of degree 5 (the first omitted term is below 6e-19
-// relative). The factor 2^64 keeps every result normal down to exp(-746), so it rounds once; it cancels in
-// the division by the row sum, and alpha takes it out exactly.
-__device__ __forceinline__ double exp_nonpos(double x, const double* table) {
-  x = x < -746.0 ? -746.0 : x;  // exp(-746) 2^64 is below the row sum's last bit (the sum holds a 2^64); NaN stays NaN
+// 2^(y/128) · 2^64 for y <= 0 (or NaN), that is exp(x) · 2^64 for y = 128 x / ln2, within 1 ulp (1.2 M random
+// arguments against a long-double exp2; tests/cuda holds it to that), in 10 float64 operations and no branch
+// (the library's exp has a slow path that costs a call and a divergence point per use): y = 128 e + j + r
+// with |r| <= 1/2 (the nearest integer subtracted exactly), 2^(y/128) = 2^e · 2^(j/128) · exp(r ln2/128),
+// the last by its Taylor polynomial of degree 5 in r (the coefficients carry the powers of ln2/128; the first
+// omitted term is below 6e-19 relative). The factor 2^64 keeps every result normal down to 2^-1076 (about
+// exp(-746)), so it rounds once; it cancels in the division by the row sum, and alpha takes it out exactly.
+__device__ __forceinline__ double exp2_nonpos(double y, const double* table) {
+  // 2^-1076 2^64 is below the row sum's last bit (the sum holds a 2^64); NaN stays NaN.
+  y = y < -137728.0 ? -137728.0 : y;
   const double shifter = 0x1.8p52;
-  const double t = fma(x, 0x1.71547652b82fep+7, shifter);  // 128 x / ln2, rounded to an integer k in its low bits
+  const double t = y + shifter;  // y rounded to an integer k, in t's low bits
   const int k = __double2loint(t);
   const double kd = t - shifter;
-  double r = fma(kd, -0x1.62e42fefa39efp-8, x);
-  r = fma(kd, -0x1.abc9e3b39803fp-63, r);
-  double p = fma(r, 0x1.1111111111111p-7, 0x1.5555555555555p-5);
-  p = fma(p, r, 0x1.5555555555555p-3);
-  p = fma(p, r, 0.5);
-  p = fma(p, r, 1.0);
-  const double pm1 = p * r;  // exp(r) - 1: the table entry is added last, in one rounding
+  const double r = y - kd;  // exact
+  double p = fma(r, 0x1.5d87fe78a6731p-45, 0x1.3b2ab6fba4e77p-35);  // (ln2/128)^i / i!
+  p = fma(p, r, 0x1.c6b08d704a0c0p-26);
+  p = fma(p, r, 0x1.ebfbdff82c58fp-17);
+  p = fma(p, r, 0x1.62e42fefa39efp-8);
+  const double pm1 = p * r;  // exp(r ln2/128) - 1: the table entry is added last, in one rounding
   const double entry = table[k & (kTable - 1)];
   const int exponent_step = static_cast<int>(static_cast<unsigned>((k >> 7) + 64) << 20);
   const double scaled = __hiloint2double(__double2hiint(entry) + exponent_step, __double2loint(entry));
@@ -203,6 +206,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const long long q0 = static_cast<long long>(blockIdx.x) * kBQ;
   const double* qh = q + static_cast<long long>(blockIdx.y) * D;
   const long long tiles = (S + kBK - 1) / kBK;
+  const double sc = scale * 0x1.71547652b82fep+7;  // scores to units of ln2/128: scale · 128/ln2
   // Item i (K of tile i / 2 for even i, its V for odd i) into buffer i % kRing; one thread.
   constexpr unsigned kTileBytes = kBK * ST * sizeof(double);
   auto request = [&](long long item) {
@@ -251,6 +255,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   // every warp is done with the buffer it overwrites.
   cp_async_wait_all();  // Q (this thread's part)
   __syncthreads();      // ... and every thread's
+  // The A operand of the first 16 head dims stays in registers for the whole key loop (8 of them: the kernel
+  // then holds 249 registers; the other steps read theirs from shared memory each tile). Measured at block24,
+  // side by side: 794 ms against 803 alone, the same bits; 791 against 802 with the exp in units of ln2/128.
+  double a0[8];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const double2 w = lds2(Qs + (qa ^ (2 * j)));
+    a0[2 * j] = w.x;
+    a0[2 * j + 1] = w.y;
+  }
   for (long long t = 0; t < tiles; ++t) {
     const long long key0 = t * kBK;
     const int ks = static_cast<int>((2 * t) % kRing), vs = ks == kRing - 1 ? 0 : ks + 1;
@@ -258,13 +272,17 @@ __global__ void __launch_bounds__(kThreads, 1)
     {
       const double* tile = KV + ks * kBK * ST;
 #pragma unroll
-      for (int n = 0; n < kBK / 8; ++n)
+      for (int n = 0; n < kBK / 8; ++n) {
 #pragma unroll
         for (int x = 0; x < 4; ++x) s[n][x] = 0.0;
+        const double2 lo = lds2(tile + kb + 8 * n * ST), hi = lds2(tile + kb + 8 * n * ST + 2);
+        const double b[4] = {lo.x, lo.y, hi.x, hi.y};
+        dmma(s[n], a0, b);
+      }
       // Not unrolled: measured at block24, two steps at a time ran 2 % slower, the whole loop 4 % (255
       // registers, no room left to hide the loads).
 #pragma unroll 1
-      for (int kk = 0; kk < D; kk += 16) {
+      for (int kk = 16; kk < D; kk += 16) {
         double a[8];
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
@@ -280,7 +298,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     }
-    // Online softmax on the registers. Keys past the end weigh exp(-746) 2^64, below the last bit of a row
+    // Online softmax on the registers, in units of ln2/128. Keys past the end weigh 2^-1076 2^64, below the last bit of a row
     // sum that holds a 2^64, against V rows of zeros.
     if (key0 + kBK > S) {
 #pragma unroll
@@ -299,20 +317,20 @@ __global__ void __launch_bounds__(kThreads, 1)
       mx = fmax(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
       // Rounding is monotonic, so the max of the scaled scores is the scaled max; finite: every
       // tile holds a key.
-      m_new[h] = fmax(m[h], mx * scale);
+      m_new[h] = fmax(m[h], mx * sc);
     }
     // The max of a row seldom moves after the first tiles; when no row of the warp moved, every alpha is 1.
     const bool moved = __any_sync(0xffffffffu, m_new[0] != m[0] || m_new[1] != m[1]);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      alpha[h] = moved ? exp_nonpos(m[h] - m_new[h], table) * 0x1p-64 : 1.0;
+      alpha[h] = moved ? exp2_nonpos(m[h] - m_new[h], table) * 0x1p-64 : 1.0;
       m[h] = m_new[h];
       double sum = 0.0;
 #pragma unroll
       for (int n = 0; n < kBK / 8; ++n)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const double pe = exp_nonpos(fma(s[n][2 * h + e], scale, -m_new[h]), table);
+          const double pe = exp2_nonpos(fma(s[n][2 * h + e], sc, -m_new[h]), table);
           s[n][2 * h + e] = pe;
           sum += pe;
         }
@@ -387,7 +405,7 @@ cudaError_t tile_map(CUtensorMap* map, const double* base, long long S, long lon
              : cudaErrorInvalidValue;
 }
 
-__global__ void exp_probe(const double* __restrict__ x, double* __restrict__ out, long long n) {
+__global__ void exp_probe(const double* __restrict__ y, double* __restrict__ out, long long n) {
 #ifndef TS_FLASH_ARCH
   __trap();
 #else
@@ -396,7 +414,7 @@ __global__ void exp_probe(const double* __restrict__ x, double* __restrict__ out
   __syncthreads();
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long long>(gridDim.x) * blockDim.x)
-    out[i] = exp_nonpos(x[i], table);
+    out[i] = exp2_nonpos(y[i], table);
 #endif
 }
 
@@ -435,7 +453,7 @@ std::string exact_flash_unsupported(long long H, int D) {
   return tc::dmma_kernel_unsupported(H, bytes);
 }
 
-std::string exact_flash_exp(const double* x, double* out, long long n) {
+std::string exact_flash_exp(const double* y, double* out, long long n) {
   const size_t bytes = static_cast<size_t>(n) * sizeof(double);
   double* d = nullptr;
   std::string failed;
@@ -444,7 +462,7 @@ std::string exact_flash_exp(const double* x, double* out, long long n) {
     return failed.empty();
   };
   if (check("cudaMalloc", cudaMalloc(&d, 2 * bytes)) &&
-      check("copy in", cudaMemcpy(d, x, bytes, cudaMemcpyHostToDevice))) {
+      check("copy in", cudaMemcpy(d, y, bytes, cudaMemcpyHostToDevice))) {
     exp_probe<<<256, 256>>>(d, d + n, n);
     if (check("exp launch", cudaGetLastError()))
       check("copy out", cudaMemcpy(out, d + n, bytes, cudaMemcpyDeviceToHost));

@@ -41,9 +41,10 @@ enum class ExactKernel { automatic, flash, gemm };
 // it can).
 std::string exact_flash_unsupported(long long H, int D);
 
-// The fused kernel's own exp (its argument is never positive) over n host values: out[i] = exp(x[i]) · 2^64,
-// the scale it computes in (tests hold it to the exact value). Returns "" or the failing CUDA call.
-std::string exact_flash_exp(const double* x, double* out, long long n);
+// The fused kernel's own exp over n host values, which takes its argument in units of ln2/128 (never
+// positive) and gives its result scaled by 2^64, as the kernel computes: out[i] = 2^(y[i]/128) · 2^64 (tests
+// hold it to the exact value). Returns "" or the failing CUDA call.
+std::string exact_flash_exp(const double* y, double* out, long long n);
 
 // Where the output goes: called once while the device computes (the launches
 // are asynchronous), so allocating the output costs no wall time.

@@ -489,9 +489,10 @@ TEST_CASE("exact_cuda's fused kernel on shapes no tile divides, wide scores and 
   }
 }
 
-// The fused kernel's own exp, which it computes scaled by 2^64 (every result normal): within 1 ulp of the
-// exact value (long double), for the arguments attention gives it (never positive), NaN kept, and
-// arguments past exp's range giving a weight below any row sum's last bit rather than garbage.
+// The fused kernel's own exp, which takes its argument in units of ln2/128 and computes scaled by 2^64
+// (every result normal): within 1 ulp of the exact value (long double), for the arguments attention gives it
+// (never positive: exp's arguments from -745 to 0, times 128/ln2), NaN kept, and arguments past the range
+// giving a weight below any row sum's last bit rather than garbage.
 TEST_CASE("exact_cuda's own exp is within 1 ulp") {
   std::string why;
   if (!ts::cuda::device_available(&why)) {
@@ -502,33 +503,38 @@ TEST_CASE("exact_cuda's own exp is within 1 ulp") {
     std::cout << "skipped: the fused kernel cannot run here\n";
     return;
   }
+  const double per_ln2 = 128.0 / std::log(2.0);  // exp's argument x is y = x · 128/ln2 here
   std::mt19937_64 gen(11);
-  std::vector<double> x;
+  std::vector<double> y;
   for (const double lo : {-745.0, -40.0, -1e-3}) {
-    std::uniform_real_distribution<double> uni(lo, 0.0);
-    for (int i = 0; i < 400000; ++i) x.push_back(uni(gen));
+    std::uniform_real_distribution<double> uni(lo * per_ln2, 0.0);
+    for (int i = 0; i < 400000; ++i) y.push_back(uni(gen));
   }
-  for (const double edge : {0.0, -0.0, -745.0, -0x1.62e42fefa39efp-8, -1e-300, -5e-324}) x.push_back(edge);
-  const size_t checked = x.size();
-  for (const double beyond : {-746.0, -1e300, -std::numeric_limits<double>::infinity(), std::nan("")})
-    x.push_back(beyond);
-  std::vector<double> got(x.size());
-  REQUIRE(ts::cuda::exact_flash_exp(x.data(), got.data(), static_cast<long long>(x.size())) == "");
-  double worst = 0.0, worst_x = 0.0;
+  // Halfway points and their neighbours, where the nearest integer changes.
+  for (const double edge : {0.0, -0.0, -137600.0, -0.5, std::nextafter(-0.5, 0.0), std::nextafter(-0.5, -1.0),
+                            -1.0, -127.5, -128.0, -1e-300, -5e-324})
+    y.push_back(edge);
+  const size_t checked = y.size();
+  for (const double beyond : {-137800.0, -1e300, -std::numeric_limits<double>::infinity(), std::nan("")})
+    y.push_back(beyond);
+  std::vector<double> got(y.size());
+  REQUIRE(ts::cuda::exact_flash_exp(y.data(), got.data(), static_cast<long long>(y.size())) == "");
+  double worst = 0.0, worst_y = 0.0;
   for (size_t i = 0; i < checked; ++i) {
-    const long double exact = std::ldexp(std::exp(static_cast<long double>(x[i])), 64);
+    const long double exact = std::ldexp(std::exp2(static_cast<long double>(y[i]) / 128.0L), 64);
     const double nearest = static_cast<double>(exact);
     const double ulp = std::nextafter(nearest, INFINITY) - nearest;
     const double err = static_cast<double>(std::fabs(static_cast<long double>(got[i]) - exact)) / ulp;
     if (!(err <= worst)) {
       worst = err;
-      worst_x = x[i];
+      worst_y = y[i];
     }
   }
-  CAPTURE(worst_x);
+  CAPTURE(worst_y);
   CHECK(worst <= 1.0);
-  CHECK(got[checked - 6] == 0x1p64);  // exp(0) and exp(-0) exactly
-  CHECK(got[checked - 5] == 0x1p64);
+  CHECK(got[checked - 11] == 0x1p64);  // 2^0 exactly, from 0 and -0
+  CHECK(got[checked - 10] == 0x1p64);
+  CHECK(got[checked - 3] == 0x1p63);  // 2^-1 exactly, from -128
   for (size_t i = checked; i < checked + 3; ++i) CHECK((got[i] >= 0.0 && got[i] < 0x1p-1000));
   CHECK(std::isnan(got.back()));
 }
