@@ -298,8 +298,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     }
-    // Online softmax on the registers, in units of ln2/128. Keys past the end weigh 2^-1076 2^64, below the last bit of a row
-    // sum that holds a 2^64, against V rows of zeros.
+    // Online softmax on the registers, in units of ln2/128. Keys past the end weigh 2^-1076 2^64, below the
+    // last bit of a row sum that holds a 2^64, against V rows of zeros.
     if (key0 + kBK > S) {
 #pragma unroll
       for (int n = 0; n < kBK / 8; ++n)
