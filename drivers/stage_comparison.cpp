@@ -1,5 +1,7 @@
 #include "drivers/stage_comparison.hpp"
 
+#include "drivers/run_cases.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -101,6 +103,26 @@ std::optional<Tensor> read_stage(const std::string& fixture, const std::string& 
   return read_tensor(fixture, group + "/" + stage);
 }
 
+// One case per judged stage: its evidence (the figures of every stage compared
+// up to it) and the gate of the rules that name it, for the one loop.
+struct StageCases final : EvidenceProvider {
+  std::vector<Case> cases;
+  std::vector<Evidence> evidence;
+  std::vector<GateFile> gates;
+  void add(Case c, Evidence ev, GateFile g) {
+    cases.push_back(std::move(c));
+    evidence.push_back(std::move(ev));
+    gates.push_back(std::move(g));
+  }
+  size_t index(const Case& c) const { return static_cast<size_t>(&c - cases.data()); }
+  void prepare(const std::vector<const Case*>&) override {}
+  Evidence gather(const Case& c, CaseFigures& f) override {
+    f.backend = c.candidate;
+    return evidence[index(c)];
+  }
+  const GateFile* gate_for(const Case& c) override { return &gates[index(c)]; }
+};
+
 }  // namespace
 
 std::string StageRow::status() const {
@@ -110,6 +132,7 @@ std::string StageRow::status() const {
     case Verdict::accept: return "pass";
     case Verdict::reject: return "fail";
     case Verdict::inconclusive: return "inconclusive";
+    case Verdict::mistrusted: return "mistrusted";
   }
   return "?";
 }
@@ -149,6 +172,7 @@ StageComparison compare_stages(const std::string& fixture, const std::string& a,
                      {"exact", opts.exact.empty() ? nlohmann::json(nullptr) : nlohmann::json(opts.exact)}};
   // Figures of every stage compared so far: a growth rule reads its inputs' figures.
   Evidence all;
+  StageCases stages;
   for (const auto& st : block_stage_table()) {
     StageRow row;
     row.stage = st.name;
@@ -199,16 +223,29 @@ StageComparison compare_stages(const std::string& fixture, const std::string& a,
         ev.speed = SpeedEvidence{};
         ev.speed->missing = "no timings: a stage set holds outputs, not timing samples";
       }
-      const std::string repro = "touchstone compare " + fixture + " " + a + " " + b + " --stages" +
-                                (opts.gate.empty() ? "" : " --gate " + opts.gate) +
-                                (opts.exact.empty() ? "" : " --exact " + opts.exact);
-      row.verdict = judge(g, ev, repro);
-      out.run.candidates.push_back(*row.verdict);
-      if (row.verdict->verdict == Verdict::reject && out.first_failing.empty()) out.first_failing = st.name;
-      if (row.verdict->verdict == Verdict::inconclusive && out.first_inconclusive.empty())
-        out.first_inconclusive = st.name;
+      Case c;
+      c.source = CaseSource::stage;
+      c.input = fixture;
+      c.stage_set = a;
+      c.baseline = b;
+      c.candidate = st.name;
+      c.gate_arg = opts.gate;
+      c.exact_set = opts.exact;
+      stages.add(c, std::move(ev), std::move(g));
     }
     out.rows.push_back(std::move(row));
+  }
+  if (!stages.cases.empty()) {
+    const CaseRun cr = run_cases(gate, stages.cases, CaseOptions{}, &stages);
+    size_t i = 0;
+    for (auto& row : out.rows) {
+      if (i >= stages.cases.size() || row.stage != stages.cases[i].candidate) continue;
+      row.verdict = cr.run.candidates[i++];
+      out.run.candidates.push_back(*row.verdict);
+      if (row.verdict->verdict == Verdict::reject && out.first_failing.empty()) out.first_failing = row.stage;
+      if (row.verdict->verdict == Verdict::inconclusive && out.first_inconclusive.empty())
+        out.first_inconclusive = row.stage;
+    }
   }
   if (out.compared == 0) throw InputError(fixture + ": no stage is present in both '" + a + "' and '" + b + "'");
   if (out.run.candidates.empty())

@@ -12,6 +12,7 @@
 #include "core/progress.hpp"
 #include "drivers/block_run.hpp"
 #include "drivers/gate_on_fixture.hpp"
+#include "drivers/run_cases.hpp"
 #include "drivers/run_estimate.hpp"
 #include "fixtures/attention_inputs.hpp"
 #include "fixtures/fixture.hpp"
@@ -136,21 +137,6 @@ BlockSet block_set(const std::string& fixture, const std::string& linear, const 
   return {rep.json.at("output").get<std::string>(), rep.json, rep.table};
 }
 
-// Per-group figures (worst head, query block, frame) cost another pass over both tensors
-// per comparison (block24: 271 M values a side): computed only when a rule reads one; the
-// figures the gate reads are the same either way.
-bool reads_groups(const GateFile& g) {
-  for (const auto& r : g.rules)
-    if (r.metric.find("_worst_") != std::string::npos) return true;
-  return false;
-}
-
-struct Row {
-  std::string spec;  // what the candidate is called in the gate run
-  std::optional<double> tau;
-  nlohmann::json j;
-};
-
 }  // namespace
 
 int SweepResult::exit_code() const {
@@ -159,6 +145,51 @@ int SweepResult::exit_code() const {
   if (block && block->exit_code() != 0) rc = 1;
   return rc;
 }
+
+namespace {
+
+// What a sweep row shows beside its verdict (GateRun::columns).
+std::vector<std::string> shown(const CaseResult& r) {
+  const CaseFigures& f = r.figures;
+  auto num = [](const std::optional<double>& v, const char* fmt) { return v ? fmt4(*v, fmt) : std::string("undef"); };
+  return {r.c.tau ? fmt4(*r.c.tau, "%g") : "stored", f.density ? fmt4(*f.density, "%.4f") : "-",
+          num(f.rel_l2_vs_baseline, "%.4g"), num(f.rel_l2_vs_exact, "%.4g"),
+          f.wall_ms ? fmt4(*f.wall_ms, "%.0f") : "-"};
+}
+
+// One row of `sweep --json`.
+nlohmann::json row_json(const CaseResult& r, const CandidateVerdict* v) {
+  const CaseFigures& f = r.figures;
+  nlohmann::json j = {{"spec", r.c.candidate}, {"name", f.backend}};
+  if (r.c.tau) {
+    j["tau"] = *r.c.tau;
+    j["ms"] = opt_json(f.wall_ms);
+    j["density"] = opt_json(f.density);
+    for (const char* k : {"device_ms", "prepare_ms", "density_per_head"})
+      if (f.stats.contains(k)) j[k] = f.stats[k];
+  } else if (f.timings_median_ms) {
+    j["timings_median_ms"] = *f.timings_median_ms;
+    j["timings_clock"] = f.timings_clock;
+  }
+  j["rel_l2_vs_baseline"] = opt_json(f.rel_l2_vs_baseline);
+  j["cosine_vs_baseline"] = opt_json(f.cosine_vs_baseline);
+  j["rel_l2_vs_exact"] = opt_json(f.rel_l2_vs_exact);
+  j["cosine_vs_exact"] = opt_json(f.cosine_vs_exact);
+  j["nonfinite"] = opt_json(f.nonfinite);
+  if (f.stats.contains("error")) j["error"] = f.stats["error"];
+  if (v) {
+    j["verdict"] = verdict_name(v->verdict);
+    nlohmann::json deciding = nlohmann::json::array();
+    for (const auto& oc : v->outcomes)
+      if (oc.status != RuleStatus::pass && !(oc.status == RuleStatus::missing && oc.optional))
+        deciding.push_back(oc.id + ": " + oc.message);
+    if (!v->error.empty()) deciding.push_back("error: " + v->error);
+    j["deciding"] = deciding;
+  }
+  return j;
+}
+
+}  // namespace
 
 SweepResult run_sweep(const std::string& fixture, const SweepOptions& o) {
   const auto t_start = Clock::now();
@@ -174,217 +205,71 @@ SweepResult run_sweep(const std::string& fixture, const SweepOptions& o) {
         throw InputError(gate->source + ": rule '" + r.id + "' judges tensor '" + gate->tensor_of(r) +
                          "'; a sweep judges attention rows (the block's stages are judged by the stage gate)");
   }
-  GateRunOptions go;
-  go.pairs = o.pairs > 0 ? o.pairs : 1;
-  go.warmup = o.warmup;
-  go.rotate = o.rotate;
-  go.seed = o.seed;
-  validate(go);
-  const bool timed = gate && has_speed_rule(*gate) && o.pairs > 0;
+  CaseOptions co;
+  co.pairs = o.pairs > 0 ? o.pairs : 1;
+  co.timed = o.pairs > 0;
+  co.warmup = o.warmup;
+  co.rotate = o.rotate;
+  co.seed = o.seed;
+  co.allow_nonfinite = o.allow_nonfinite;
+  co.allow_slow = o.allow_slow;
+  co.accuracy_only = o.accuracy_only;
+  co.exact = o.exact;
+  co.group_figures = false;  // only when a rule reads them: another pass over both tensors per row
+  co.command = "sweep";
 
-  LoadOptions lo;
-  lo.allow_nonfinite = o.allow_nonfinite;
-  const Fixture fx = load_fixture(fixture, lo);
-  const AttentionProblem problem = attention_problem(fx);
-  const BackendContext ctx{fixture};
-  // Every spec is built first, so a bad flag fails before minutes of work.
-  std::vector<std::string> specs;
+  // The rows as cases: each tau, then the stored real kernels.
+  std::vector<Case> cases;
+  const std::string gate_arg = gate ? gate_argument(*gate) : "";
   for (double t : o.taus) {
-    specs.push_back(spec_for(o, t));
-    make_attention_backend(specs.back(), ctx);
+    Case c;
+    c.input = fixture;
+    c.baseline = baseline;
+    c.candidate = spec_for(o, t);
+    c.source = Case::source_of(c.candidate);
+    c.gate_arg = gate_arg;
+    c.tau = t;
+    cases.push_back(c);
   }
-  const ExactChoice exact_choice = choose_exact(o.exact, fixture, fx.config);
-  make_attention_backend(exact_choice.spec, ctx);
-  require_device_for(baseline);
-  auto base = make_attention_backend(baseline, ctx);
-  for (const auto& sp : specs) require_device_for(sp);
-  const std::vector<std::string> stored = stored_rows(fixture, o.stored, {baseline, exact_choice.spec});
-  std::vector<std::unique_ptr<AttentionBackend>> stored_backends;
-  for (const auto& n : stored) stored_backends.push_back(make_attention_backend("stored:" + n, ctx));
+  {
+    LoadOptions lo;
+    lo.allow_nonfinite = o.allow_nonfinite;
+    const ExactChoice ex = choose_exact(o.exact, fixture, load_fixture(fixture, lo).config);
+    for (const auto& n : stored_rows(fixture, o.stored, {baseline, ex.spec})) {
+      Case c;
+      c.source = CaseSource::stored;
+      c.input = fixture;
+      c.baseline = baseline;
+      c.candidate = "stored:" + n;
+      c.gate_arg = gate_arg;
+      cases.push_back(c);
+    }
+  }
   const bool has_block = has_dataset(fixture, "/block/x");
-  const bool run_block = gate && o.block == "auto" && has_block;
   // The block's attention: the baseline's kind where it is computed (a stored output
   // cannot attend the block's own q, k, v).
-  const std::string block_attention = base->is_stored() ? sage2_default_spec() : baseline;
-  const std::string block_exact = computed_exact(exact_choice.spec);
-  {
-    const int per_row = timed ? o.warmup + o.pairs : 0;
-    const int rows = static_cast<int>(specs.size() + stored.size());
-    std::vector<std::pair<std::string, int>> runs = {{exact_choice.spec, 1}, {baseline, 1 + per_row * rows}};
-    for (const auto& sp : specs) runs.push_back({sp, 1 + per_row});
-    if (run_block) {
-      runs.push_back({block_attention, 1});
-      runs.push_back({block_exact, 1});
-    }
-    refuse_slow_cpu(runs, fx.config, SlowGuard::from_env(o.allow_slow), "sweep");
-  }
-  nlohmann::json wall = {{"load_ms", ms_since(t_start)}};
+  const std::string block_attention = baseline.rfind("stored:", 0) == 0 ? sage2_default_spec() : baseline;
+  nlohmann::json wall = {{"prepare_ms", ms_since(t_start)}};
 
-  Progress progress("sweep", static_cast<int64_t>(specs.size() + stored.size()) + 2);
-  auto exact = make_attention_backend(exact_choice.spec, ctx);
   auto t0 = Clock::now();
-  const Tensor exact_out = exact->run(problem).out;
-  const double exact_ms = ms_since(t0);
-  progress.advance();
-  t0 = Clock::now();
-  const Tensor base_out = run_baseline(*base, problem, baseline);
-  const double base_ms = ms_since(t0);
-  progress.advance();
-  wall["exact_ms"] = exact_ms;  // each backend's own run, as the rows' ms
-  wall["baseline_ms"] = base_ms;
-  const MetricSet base_vs_exact = compute_metrics(base_out, exact_out);
-  const BlockConfig* groups = gate && reads_groups(*gate) ? &fx.config : nullptr;
-  const Figures base_exact_figures =
-      !gate ? Figures{} : groups ? accuracy_figures(base_out, exact_out, groups) : metric_map(base_vs_exact);
-  std::optional<SpeedMeasurer> speed;
-  if (timed) speed.emplace(fx, problem, *gate, go);
+  CaseRun cr = gate ? run_cases(*gate, cases, co) : case_figures(cases, co);
+  wall["cases_ms"] = ms_since(t0);
+  const nlohmann::json refs = cr.reference_runs.value(fixture, nlohmann::json::object());
+  const nlohmann::json exact_run = refs.value("exact", nlohmann::json::object());
+  const nlohmann::json base_run = refs.contains("baselines") ? refs["baselines"].value(baseline, nlohmann::json::object())
+                                                             : nlohmann::json::object();
+  const nlohmann::json ctx = cr.fixtures.value(fixture, nlohmann::json::object());
 
   SweepResult res;
   res.fixture = fixture;
   if (gate) {
-    GateRun& run = res.run.emplace();
-    run.gate = *gate;
-    run.mode = "fixture";
-    run.input = fixture;
-    run.baseline = baseline;
-    run.columns = {"tau", "density", "rel_l2 vs " + base->name(), "rel_l2 vs exact", "wall ms (not judged)"};
-    run.context = {{"fixture", fixture},
-                   {"shape", exact_out.shape_string()},
-                   {"baseline_backend", base->name()},
-                   {"exact", {{"spec", exact_choice.spec}, {"why", exact_choice.why}}},
-                   {"baseline_vs_exact", base_vs_exact.to_json()},
-                   {"speed", timed ? "timed in " + std::to_string(o.pairs) + " pairs per row, as touchstone gate"
-                                   : "not timed (--pairs 0): speed rules on computed rows are missing"},
-                   {"seed", o.seed}};
+    GateRun& run = res.run.emplace(std::move(cr.run));
+    run.columns = {"tau", "density", "rel_l2 vs " + base_run.value("name", baseline), "rel_l2 vs exact",
+                   "wall ms (not judged)"};
+    run.context["speed"] = co.timed ? "timed in " + std::to_string(o.pairs) + " pairs per row, as touchstone gate"
+                                    : "not timed (--pairs 0): speed rules on computed rows are missing";
+    for (size_t i = 0; i < run.candidates.size(); ++i) run.candidates[i].shown = shown(cr.results[i]);
   }
-  const std::string gate_arg = gate ? (gate->source.rfind("builtin:", 0) == 0 ? gate->source.substr(8) : gate->source) : "";
-  auto no_timing = [&](AttentionBackend& cand) {
-    SpeedEvidence s;
-    s.missing = std::string("not timed (--pairs 0): one run of ") + (cand.is_stored() ? "the baseline" : "a row") +
-                " is no sample (--pairs N, or a stored baseline with /timings)";
-    return s;
-  };
-  // One candidate judged by the gate, the way run_gate_on_fixture judges it.
-  auto judge_row = [&](AttentionBackend& cand, const Tensor* out, const std::string& error, const std::string& spec,
-                       nlohmann::json& row) {
-    Evidence ev;
-    ev.candidate = spec;
-    ev.error = error;
-    if (error.empty()) {
-      try {
-        add_accuracy_evidence(ev, "attention", *out, base_out, exact_out, base_exact_figures, groups);
-        ev.details["backend"] = cand.name();
-        if (has_speed_rule(*gate)) {
-          // Two stored sides need no run: their /timings are judged as `gate` judges them.
-          if (timed) ev.speed = speed->measure(cand, *base);
-          else if (cand.is_stored() && base->is_stored()) ev.speed = SpeedMeasurer(fx, problem, *gate, go).measure(cand, *base);
-          else ev.speed = no_timing(cand);
-          ev.details["speed"] = ev.speed->to_json();
-        }
-      } catch (const std::exception& e) {
-        ev.error = e.what();
-      }
-    }
-    const std::string repro = "touchstone gate --gate " + shell_quote(gate_arg) + " --fixture " + shell_quote(fixture) +
-                              " --baseline " + shell_quote(baseline) + " --candidate " + shell_quote(spec);
-    CandidateVerdict v = judge(*gate, ev, repro);
-    row["verdict"] = verdict_name(v.verdict);
-    for (const char* k : {"vs_baseline", "vs_exact"})
-      if (ev.details.contains(k)) {
-        row[std::string("rel_l2_") + k] = ev.details[k].value("rel_l2", nlohmann::json(nullptr));
-        row[std::string("cosine_") + k] = ev.details[k].value("cosine", nlohmann::json(nullptr));
-        row["nonfinite"] = ev.details["vs_baseline"].value("nonfinite", nlohmann::json(nullptr));
-      }
-    nlohmann::json deciding = nlohmann::json::array();
-    for (const auto& oc : v.outcomes)
-      if (oc.status != RuleStatus::pass && !(oc.status == RuleStatus::missing && oc.optional))
-        deciding.push_back(oc.id + ": " + oc.message);
-    if (!v.error.empty()) deciding.push_back("error: " + v.error);
-    row["deciding"] = deciding;
-    return v;
-  };
-  auto shown = [&](const Row& r) {
-    const nlohmann::json& j = r.j;
-    return std::vector<std::string>{r.tau ? fmt4(*r.tau, "%g") : "stored",
-                                    j.contains("density") ? fmt4(j["density"], "%.4f") : "-",
-                                    fmt4(j.value("rel_l2_vs_baseline", nlohmann::json(nullptr))),
-                                    fmt4(j.value("rel_l2_vs_exact", nlohmann::json(nullptr))),
-                                    j.contains("ms") ? fmt4(j["ms"], "%.0f") : "-"};
-  };
-
-  std::vector<Row> rows;
-  std::unique_ptr<AttentionBackend> earlier;
-  t0 = Clock::now();
-  for (size_t i = 0; i < specs.size(); ++i) {
-    Row r{specs[i], o.taus[i], {{"tau", o.taus[i]}, {"spec", specs[i]}}};
-    auto b = make_attention_backend(specs[i], ctx);
-    if (earlier) b->continue_from(*earlier);
-    std::string error;
-    AttentionResult out;
-    const auto tr = Clock::now();
-    try {
-      out = b->run(problem);
-    } catch (const InputError&) {
-      throw;
-    } catch (const std::exception& e) {
-      if (!gate) throw;
-      error = e.what();
-    }
-    r.j["name"] = b->name();
-    r.j["ms"] = ms_since(tr);
-    if (error.empty()) {
-      r.j["density"] = out.stats.contains("density") ? out.stats["density"] : nlohmann::json(nullptr);
-      for (const char* k : {"device_ms", "prepare_ms", "density_per_head"})
-        if (out.stats.contains(k)) r.j[k] = out.stats[k];
-    }
-    if (gate) {
-      CandidateVerdict v = judge_row(*b, error.empty() ? &out.out : nullptr, error, specs[i], r.j);
-      v.shown = shown(r);
-      res.run->candidates.push_back(std::move(v));
-    } else {
-      const MetricSet vb = compute_metrics(out.out, base_out), ve = compute_metrics(out.out, exact_out);
-      r.j["rel_l2_vs_baseline"] = opt_json(vb.rel_l2);
-      r.j["cosine_vs_baseline"] = opt_json(vb.cosine);
-      r.j["rel_l2_vs_exact"] = opt_json(ve.rel_l2);
-      r.j["cosine_vs_exact"] = opt_json(ve.cosine);
-      r.j["nonfinite"] = vb.nonfinite;
-    }
-    earlier = std::move(b);
-    rows.push_back(std::move(r));
-    progress.advance();
-  }
-  earlier.reset();
-  wall["sweep_ms"] = ms_since(t0);
-  t0 = Clock::now();
-  for (size_t i = 0; i < stored.size(); ++i) {
-    Row r{"stored:" + stored[i], std::nullopt, {{"name", stored[i]}, {"spec", "stored:" + stored[i]}}};
-    AttentionBackend& b = *stored_backends[i];
-    std::string error;
-    Tensor out;
-    try {
-      out = b.run(problem).out;
-    } catch (const std::exception& e) {
-      if (!gate) throw InputError("stored:" + stored[i] + ": " + e.what());
-      error = e.what();
-    }
-    if (const auto t = b.stored_timings_ms()) {
-      r.j["timings_median_ms"] = median_of(*t);
-      r.j["timings_clock"] = b.stored_timings_clock();
-    }
-    if (gate) {
-      CandidateVerdict v = judge_row(b, error.empty() ? &out : nullptr, error, r.spec, r.j);
-      v.shown = shown(r);
-      res.run->candidates.push_back(std::move(v));
-    } else {
-      const MetricSet vb = compute_metrics(out, base_out), ve = compute_metrics(out, exact_out);
-      r.j["rel_l2_vs_baseline"] = opt_json(vb.rel_l2);
-      r.j["rel_l2_vs_exact"] = opt_json(ve.rel_l2);
-      r.j["nonfinite"] = vb.nonfinite;
-    }
-    rows.push_back(std::move(r));
-    progress.advance();
-  }
-  wall["stored_ms"] = ms_since(t0);
 
   nlohmann::json block_j;
   t0 = Clock::now();
@@ -395,8 +280,9 @@ SweepResult run_sweep(const std::string& fixture, const SweepOptions& o) {
       res.block_note = "block per-stage chain: skipped, " + fixture +
                        " has no block (/block/x; synthesize one with `fixture synth --with-block` or capture one)";
     } else {
-      const BlockSet cand = block_set(fixture, "nvfp4", "te", block_attention);
-      const BlockSet ref = block_set(fixture, "fp64", "", block_exact);
+      const std::string exact_spec = ctx.contains("exact") ? ctx["exact"].value("spec", std::string("exact")) : "exact";
+      const BlockSet cand = block_set(fixture, o.block_linear, o.block_recipe, block_attention);
+      const BlockSet ref = block_set(fixture, "fp64", "", computed_exact(exact_spec));
       res.block = compare_stages(fixture, cand.name, ref.name, {});
       block_j = {{"candidate", cand.run}, {"reference", ref.run}, {"stages", res.block->to_json()}};
     }
@@ -406,22 +292,28 @@ SweepResult run_sweep(const std::string& fixture, const SweepOptions& o) {
   wall["total_ms"] = ms_since(t_start);
 
   nlohmann::json rows_j = nlohmann::json::array(), stored_j = nlohmann::json::array();
-  for (const auto& r : rows) (r.tau ? rows_j : stored_j).push_back(r.j);
+  for (size_t i = 0; i < cr.results.size(); ++i) {
+    const CandidateVerdict* v = res.run ? &res.run->candidates[i] : nullptr;
+    (cr.results[i].c.tau ? rows_j : stored_j).push_back(row_json(cr.results[i], v));
+  }
+  const nlohmann::json bve = base_run.value("vs_exact", nlohmann::json::object());
   res.json = {{"fixture", fixture},
-              {"S", problem.q.S},
-              {"H", problem.q.H},
-              {"D", problem.q.D},
               {"threads", omp_get_max_threads()},
-              {"exact", {{"name", exact->name()}, {"ms", exact_ms}, {"spec", exact_choice.spec}, {"why", exact_choice.why}}},
+              {"exact",
+               {{"name", exact_run.value("name", std::string())},
+                {"ms", exact_run.value("ms", 0.0)},
+                {"spec", ctx.contains("exact") ? ctx["exact"].value("spec", std::string()) : ""},
+                {"why", ctx.contains("exact") ? ctx["exact"].value("why", std::string()) : ""}}},
               {"baseline",
                {{"spec", baseline},
-                {"name", base->name()},
-                {"ms", base_ms},
-                {"rel_l2_vs_exact", opt_json(base_vs_exact.rel_l2)},
-                {"cosine_vs_exact", opt_json(base_vs_exact.cosine)}}},
+                {"name", base_run.value("name", baseline)},
+                {"ms", base_run.value("ms", 0.0)},
+                {"rel_l2_vs_exact", bve.value("rel_l2", nlohmann::json(nullptr))},
+                {"cosine_vs_exact", bve.value("cosine", nlohmann::json(nullptr))}}},
               {"rows", rows_j},
               {"stored", stored_j},
               {"wall_ms", wall}};
+  for (const char* k : {"S", "H", "D"}) res.json[k] = refs.value(k, nlohmann::json(nullptr));
   if (gate) {
     res.json["gate"] = res.run->to_json();
     res.json["block"] = block_j;

@@ -31,6 +31,9 @@ struct SweepOptions {
   // The block's per-stage chain (with a gate): "auto" when the fixture has /block,
   // "off" never.
   std::string block = "auto";
+  // The production-like block of that chain: its linears and NVFP4 recipe
+  // (reference/block.hpp), against the fp64 block with the exact attention.
+  std::string block_linear = "nvfp4", block_recipe = "te";
   // Timed pairs per row for the gate's speed rules, as `gate --pairs`; 0 = none:
   // the sweep's single runs are never speed evidence, so a speed rule on a
   // computed side is then missing (with the reason), while two stored sides
@@ -38,6 +41,7 @@ struct SweepOptions {
   int pairs = 0, warmup = 1, rotate = 2;
   uint64_t seed = 1;
   bool allow_nonfinite = false, allow_slow = false;
+  bool accuracy_only = false;  // speed rules left out (drivers/run_cases.hpp CaseOptions)
 };
 
 struct SweepResult {

@@ -184,6 +184,7 @@ nlohmann::json GateFile::to_json() const {
   nlohmann::json j{{"schema", kGateSchema}, {"name", name}, {"baseline", baseline},
                    {"tensor", tensor},      {"source", source}};
   if (!description.empty()) j["description"] = description;
+  if (time_emulations) j["time_emulations"] = true;
   j["rules"] = nlohmann::json::array();
   for (const auto& r : rules) j["rules"].push_back(r.to_json());
   return j;
@@ -209,6 +210,7 @@ GateFile parse_gate(const std::string& text, const std::string& where) {
       r.fail("tensor", "unknown tensor '" + *t + "' (expected attention, stages or a block stage name)");
     g.tensor = *t;
   }
+  if (auto t = r.opt_bool("time_emulations")) g.time_emulations = *t;
   const auto& rules = r.req_array("rules");
   if (rules.empty()) r.fail("rules", "must hold at least one rule");
   std::set<std::string> ids;

@@ -50,6 +50,10 @@ struct GateFile {
   std::string baseline = "sage2";  // backend spec string
   std::string tensor = "attention";
   std::vector<GateRule> rules;
+  // An emulation (exact, sage2, sol and their device mirrors) computes what a
+  // kernel would, at a speed no kernel has: speed rules with an emulation on
+  // either side are missing unless the gate opts in (benchmarking touchstone itself).
+  bool time_emulations = false;
 
   // The tensor a rule is judged on.
   const std::string& tensor_of(const GateRule& r) const { return r.tensor.empty() ? tensor : r.tensor; }

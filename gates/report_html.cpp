@@ -21,7 +21,7 @@ code,pre{font-family:ui-monospace,monospace;font-size:13px}pre{background:#f6f8f
 table{border-collapse:collapse;margin:6px 0 12px}th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:top}th{background:#f6f8fa}
 td.num{font-family:ui-monospace,monospace;text-align:right;white-space:nowrap}
 .badge{display:inline-block;padding:1px 8px;border-radius:4px;font-weight:600;color:#fff;font-size:13px}
-.badge.accept{background:#1a7f37}.badge.reject{background:#cf222e}.badge.inconclusive{background:#9a6700}.badge.other{background:#57606a}
+.badge.accept{background:#1a7f37}.badge.reject{background:#cf222e}.badge.inconclusive{background:#9a6700}.badge.mistrusted{background:#6639ba}.badge.other{background:#57606a}
 td.pass{color:#1a7f37}td.fail{color:#cf222e;font-weight:600}td.open,td.missing{color:#9a6700;font-weight:600}td.na{color:#57606a}
 .gapcell{color:#9a6700;font-style:italic}.note{color:#57606a}.error{color:#cf222e}
 svg.plot{display:block;max-width:100%;height:auto}
@@ -51,6 +51,7 @@ std::string verdict_class(Verdict v) {
     case Verdict::accept: return "accept";
     case Verdict::reject: return "reject";
     case Verdict::inconclusive: return "inconclusive";
+    case Verdict::mistrusted: return "mistrusted";
   }
   return "other";
 }

@@ -260,8 +260,14 @@ const char* verdict_name(Verdict v) {
     case Verdict::accept: return "ACCEPT";
     case Verdict::reject: return "REJECT";
     case Verdict::inconclusive: return "INCONCLUSIVE";
+    case Verdict::mistrusted: return "MISTRUSTED";
   }
   return "?";
+}
+
+const std::vector<Verdict>& all_verdicts() {
+  static const std::vector<Verdict> v = {Verdict::accept, Verdict::reject, Verdict::inconclusive, Verdict::mistrusted};
+  return v;
 }
 
 const char* rule_status_name(RuleStatus s) {
@@ -317,6 +323,10 @@ CandidateVerdict judge(const GateFile& gate, const Evidence& ev, const std::stri
     if (o.status == RuleStatus::missing && !o.optional) any_open = true;
   }
   v.verdict = any_fail ? Verdict::reject : any_open ? Verdict::inconclusive : Verdict::accept;
+  if (!ev.mistrusted.empty()) {
+    v.verdict = Verdict::mistrusted;
+    for (const auto& why : ev.mistrusted) v.notes.push_back("MISTRUSTED: " + why);
+  }
   if (v.verdict != Verdict::accept) v.repro = repro;
   return v;
 }
@@ -382,12 +392,13 @@ nlohmann::json GateRun::to_json() const {
   j["context"] = context;
   if (!columns.empty()) j["columns"] = columns;
   j["candidates"] = nlohmann::json::array();
-  int acc = 0, rej = 0, inc = 0;
+  int acc = 0, rej = 0, inc = 0, mis = 0;
   for (const auto& c : candidates) {
     j["candidates"].push_back(c.to_json());
-    (c.verdict == Verdict::accept ? acc : c.verdict == Verdict::reject ? rej : inc)++;
+    (c.verdict == Verdict::accept ? acc : c.verdict == Verdict::reject ? rej : c.verdict == Verdict::mistrusted ? mis : inc)++;
   }
   j["summary"] = {{"accept", acc}, {"reject", rej}, {"inconclusive", inc}, {"exit_code", exit_code()}};
+  if (mis) j["summary"]["mistrusted"] = mis;
   return j;
 }
 

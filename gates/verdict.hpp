@@ -14,9 +14,14 @@
 
 namespace ts {
 
-enum class Verdict { accept, reject, inconclusive };
+// MISTRUSTED (benchdnn's word): the evidence itself cannot be trusted (the
+// baseline is not finite, a kernel's stored time is beyond what the hardware
+// can do), so the candidate is neither accepted nor rejected; it fails the run.
+enum class Verdict { accept, reject, inconclusive, mistrusted };
 enum class RuleStatus { pass, fail, missing, inconclusive };
-const char* verdict_name(Verdict v);     // "ACCEPT", "REJECT", "INCONCLUSIVE"
+const char* verdict_name(Verdict v);     // "ACCEPT", "REJECT", "INCONCLUSIVE", "MISTRUSTED"
+// Every verdict, in that order: the one list of the words C++ and Python speak.
+const std::vector<Verdict>& all_verdicts();
 const char* rule_status_name(RuleStatus s);  // "pass", "fail", "missing", "inconclusive"
 
 // Share of exact zeros in the candidate beyond the reference's share above
@@ -66,6 +71,8 @@ struct Evidence {
   std::map<std::string, double> roundoff;
   std::optional<SpeedEvidence> speed;
   std::vector<std::string> notes;
+  // Non-empty: why the evidence cannot be trusted -> MISTRUSTED, whatever the rules say.
+  std::vector<std::string> mistrusted;
   nlohmann::json details = nlohmann::json::object();  // metrics, timings, for the JSON report
 };
 

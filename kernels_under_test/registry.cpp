@@ -17,23 +17,52 @@
 
 namespace ts {
 
-std::vector<std::pair<std::string, std::string>> attention_backend_kinds() {
-  return {
-      {"exact", "float64 reference attention (precision=fp64|fp32)"},
-      {"sage2", "SageAttention 2.2.0 emulation (preset=" + sage2_preset_names("|") + ", any knob key=value)"},
-      {"sol", "routed block-sparse attention (tau=1.3, precision=bf16|int8_qk|int8_qk_pv, ...)"},
+namespace {
+
+// The attention backend kinds, once: name, what it is, and whether it is an
+// emulation (it computes what a kernel would, at a speed no kernel has, so it
+// is never speed evidence unless a gate asks: GateFile::time_emulations).
+struct BackendKind {
+  std::string name, description;
+  bool emulation;
+};
+
+const std::vector<BackendKind>& backend_kind_table() {
+  static const std::vector<BackendKind> kinds = {
+      {"exact", "float64 reference attention (precision=fp64|fp32)", true},
+      {"sage2", "SageAttention 2.2.0 emulation (preset=" + sage2_preset_names("|") + ", any knob key=value)", true},
+      {"sol", "routed block-sparse attention (tau=1.3, precision=bf16|int8_qk|int8_qk_pv, ...)", true},
 #ifdef TOUCHSTONE_HAVE_CUDA
-      {"exact_cuda", "float64 reference attention on the CUDA device (this build has CUDA)"},
+      {"exact_cuda", "float64 reference attention on the CUDA device (this build has CUDA)", true},
       {"sage2_cuda", "the sage2 emulation with its attention on the CUDA device, the host's bits "
-                     "(the knobs of sage2; quantised pipeline only)"},
+                     "(the knobs of sage2; quantised pipeline only)", true},
       {"sol_cuda", "the sol emulation with its attention on the CUDA device: the host's routing; the host's "
-                   "bits for int8_qk_pv, within summation order for bf16 and int8_qk (the knobs of sol)"},
+                   "bits for int8_qk_pv, within summation order for bf16 and int8_qk (the knobs of sol)", true},
 #endif
       {"stored", "an output stored in the fixture: stored:NAME reads /outputs/NAME/attention "
-                 "(stored:observed reads /attention/observed) and /timings/NAME"},
+                 "(stored:observed reads /attention/observed) and /timings/NAME", false},
       {"plugin", "a kernel under test in a shared library (touchstone_kernel.h): plugin:PATH.so,key=value "
-                 "(keys go to the plugin; docs/plugins.md)"},
+                 "(keys go to the plugin; docs/plugins.md)", false},
   };
+  return kinds;
+}
+
+// The kind of a spec: what stands before the first ':' or ','.
+std::string spec_kind(const std::string& spec) { return spec.substr(0, spec.find_first_of(":,")); }
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> attention_backend_kinds() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& k : backend_kind_table()) out.emplace_back(k.name, k.description);
+  return out;
+}
+
+bool is_emulation_spec(const std::string& spec) {
+  const std::string kind = spec_kind(spec);
+  for (const auto& k : backend_kind_table())
+    if (k.name == kind) return k.emulation;
+  return false;
 }
 
 std::unique_ptr<AttentionBackend> make_attention_backend(const std::string& spec,

@@ -27,6 +27,10 @@ std::unique_ptr<AttentionBackend> make_attention_backend(const std::string& spec
 
 // Kinds with a one-line description each, for --help and error messages.
 std::vector<std::pair<std::string, std::string>> attention_backend_kinds();
+// Whether a spec names an emulation (exact, sage2, sol and their device
+// mirrors) rather than a kernel (stored:NAME, plugin:PATH): an emulation's
+// time says nothing of a kernel's, so speed rules leave it out (GateFile::time_emulations).
+bool is_emulation_spec(const std::string& spec);
 
 // The block's implementations, in the same table style: "block" (the host
 // reference, reference/block.hpp) and, in a build with CUDA, "block_cuda"

@@ -21,6 +21,7 @@ class StoredBackend final : public AttentionBackend {
       timings_ = t.data;
       const nlohmann::json a = read_attrs(fixture_, timings);
       clock_ = a.contains("clock") && a["clock"].is_string() ? a["clock"].get<std::string>() : "unknown";
+      runs_ = timing_runs(a, timings, timings_->size());
     }
   }
   std::string name() const override { return name_; }
@@ -41,12 +42,40 @@ class StoredBackend final : public AttentionBackend {
   }
   std::optional<std::vector<double>> stored_timings_ms() const override { return timings_; }
   std::string stored_timings_clock() const override { return clock_; }
+  std::vector<std::string> stored_timing_runs() const override { return runs_; }
   bool is_stored() const override { return true; }
 
  private:
   std::string name_, fixture_, dataset_;
   std::optional<std::vector<double>> timings_;
   std::string clock_;
+  std::vector<std::string> runs_;
+
+  // `timing_runs`: a JSON array of one run id per sample; else `timing_run`:
+  // one id for every sample; else none (unknown).
+  std::vector<std::string> timing_runs(const nlohmann::json& a, const std::string& where, size_t n) const {
+    if (a.contains("timing_runs")) {
+      nlohmann::json ids;
+      try {
+        ids = a["timing_runs"].is_string() ? nlohmann::json::parse(a["timing_runs"].get<std::string>()) : a["timing_runs"];
+      } catch (const nlohmann::json::exception&) {
+        throw InputError(fixture_ + ": " + where + ": attribute timing_runs is not a JSON array of strings");
+      }
+      if (!ids.is_array() || ids.size() != n)
+        throw InputError(fixture_ + ": " + where + ": attribute timing_runs must list one run id per sample (" +
+                         std::to_string(n) + ")");
+      std::vector<std::string> out;
+      for (const auto& id : ids) {
+        if (!id.is_string() || id.get<std::string>().empty())
+          throw InputError(fixture_ + ": " + where + ": attribute timing_runs holds a value that is not a run id");
+        out.push_back(id.get<std::string>());
+      }
+      return out;
+    }
+    if (a.contains("timing_run") && a["timing_run"].is_string() && !a["timing_run"].get<std::string>().empty())
+      return std::vector<std::string>(n, a["timing_run"].get<std::string>());
+    return {};
+  }
 };
 
 }  // namespace

@@ -51,6 +51,11 @@ class AttentionBackend {
   // The clock those samples were taken on: the `clock` attribute of
   // /timings/NAME ("device_events", "host_steady"), "unknown" when absent.
   virtual std::string stored_timings_clock() const { return ""; }
+  // The timing run of each stored sample (attributes `timing_run`, or
+  // `timing_runs` for samples of several runs; docs/fixture-format.md): samples
+  // of one run taken interleaved with another kernel's pair by round; samples
+  // of different runs differ by run-to-run variance too. Empty when unknown.
+  virtual std::vector<std::string> stored_timing_runs() const { return {}; }
   // Replays a stored output: reading it is not running a kernel, so it is
   // never timed here.
   virtual bool is_stored() const { return false; }

@@ -16,12 +16,11 @@
 #include "fixtures/fixture.hpp"
 #include "fixtures/synth.hpp"
 #include "gates/gate_file.hpp"
-#include "gates/metrics.hpp"
 #include "gates/report.hpp"
 #include "kernels_under_test/registry.hpp"
 #include "reference/sage2_presets.hpp"
 #include "tools/command.hpp"
-#include "drivers/gate_on_fixture.hpp"
+#include "drivers/run_cases.hpp"
 
 namespace cmd_demo {
 
@@ -32,18 +31,33 @@ struct Opts {
   int pairs = 6;
 };
 
-struct Row {
-  std::string spec, name;
-  double ms = 0;
-  std::optional<double> density;
-  ts::MetricSet vs_exact, vs_sage2;
-};
-
 std::string fmt(const std::optional<double>& v, const char* f = "%.4g") {
   if (!v) return "undef";
   char buf[32];
   std::snprintf(buf, sizeof buf, f, *v);
   return buf;
+}
+
+// The committed real-kernel fixture (SageAttention 2.2.0's kernels and PyTorch's
+// SDPA, run on an H200 with CUDA-event timings: scripts/capture-sage-real-fixture).
+std::string real_kernel_fixture() {
+  if (const char* e = std::getenv("TOUCHSTONE_REAL_FIXTURE")) return e;
+  return TOUCHSTONE_DATA_DIR "/sage_real_ci.h5";
+}
+
+std::vector<ts::Case> cases_on(const std::string& fixture, const std::string& baseline,
+                               const std::vector<std::string>& candidates, const std::string& gate) {
+  std::vector<ts::Case> out;
+  for (const auto& spec : candidates) {
+    ts::Case c;
+    c.source = ts::Case::source_of(spec);
+    c.input = fixture;
+    c.baseline = baseline;
+    c.candidate = spec;
+    c.gate_arg = gate;
+    out.push_back(c);
+  }
+  return out;
 }
 
 int run(const Opts& o) {
@@ -71,87 +85,96 @@ int run(const Opts& o) {
       if (on) fs::remove_all(d, ec);
     }
   } cleanup{dir, remove_dir};
+  const std::string real = real_kernel_fixture();
+  const bool have_real = fs::exists(real);
 
   ts::SynthOptions so;
   so.preset = o.preset;
   so.seed = o.seed;
   const auto t_syn = std::chrono::steady_clock::now();
   ts::write_synthetic(ts::synthesize(so), path, {});
-  const double syn_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_syn).count();
-  const ts::Fixture fx = ts::load_fixture(path);
-  const ts::AttentionProblem problem = ts::attention_problem(fx);
+  const double syn_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_syn).count();
 
-  // Every sage2 preset: the presets differ from each other about as much as
-  // each differs from exact, which is what a Sage-like bound must allow.
+  // 1. Accuracy of the emulations: every sage2 preset (they differ from each other
+  // about as much as each differs from exact, which is what a Sage-like bound must
+  // allow) and the routed family, against exact and the default sage2 preset.
   const std::string baseline = ts::sage2_default_spec();
-  std::vector<std::string> specs = {"exact", "exact:precision=fp32"};
+  std::vector<std::string> specs = {"exact:precision=fp32"};
   for (const auto& p : ts::sage2_presets()) specs.push_back(std::string("sage2:preset=") + p.name);
   for (const char* s : {"sol:tau=-100", "sol:tau=0", "sol:tau=1.3", "sol:tau=1.3,precision=int8_qk", "sol:tau=3"})
     specs.push_back(s);
-  std::vector<Row> rows;
-  std::map<std::string, ts::Tensor> outs;
-  for (const auto& spec : specs) {
-    auto b = ts::make_attention_backend(spec, {path});
-    const auto t0 = std::chrono::steady_clock::now();
-    ts::AttentionResult r = b->run(problem);
-    Row row;
-    row.spec = spec;
-    row.name = b->name();
-    row.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (r.stats.contains("density")) row.density = r.stats["density"].get<double>();
-    outs[spec] = std::move(r.out);
-    rows.push_back(std::move(row));
-  }
-  const ts::Tensor& exact = outs.at("exact");
-  const ts::Tensor& sage = outs.at(baseline);
-  for (auto& row : rows) {
-    row.vs_exact = ts::compute_metrics(outs.at(row.spec), exact);
-    row.vs_sage2 = ts::compute_metrics(outs.at(row.spec), sage);
-  }
+  ts::CaseOptions co;
+  co.pairs = o.pairs;
+  co.seed = o.seed;
+  co.group_figures = false;
+  co.command = "demo";
+  const ts::CaseRun table = ts::case_figures(cases_on(path, baseline, specs, ""), co);
 
-  // The gate: is any sol point both faster than sage2 and Sage-like?
-  ts::GateRunOptions go;
-  go.pairs = o.pairs;
-  go.seed = o.seed;
-  const ts::GateRun gate = ts::run_gate_on_fixture(
-      ts::load_gate("sparse_acceptance"), path, baseline,
-      {"sol:tau=1.3", "sol:tau=1.3,precision=int8_qk", "sol:tau=-100"}, go);
+  // 2. The seed's question on the emulations: accuracy decides; their speed is not a kernel's.
+  const ts::GateRun emu = ts::run_cases(ts::load_gate("sparse_acceptance"),
+                                        cases_on(path, baseline, {"sol:tau=1.3", "sol:tau=1.3,precision=int8_qk", "sol:tau=-100"},
+                                                 "sparse_acceptance"),
+                                        co)
+                              .run;
+  // 3. Real kernels with real timings: the committed fixture's stored outputs,
+  // against the real SageAttention kernel of the GB10 path (sm121).
+  std::optional<ts::GateRun> kernels;
+  if (have_real)
+    kernels = ts::run_cases(ts::load_gate("sparse_acceptance"),
+                            cases_on(real, "stored:sageattn_sm121",
+                                     {"stored:sageattn_sm90", "stored:sdpa_cudnn", "stored:sdpa_flash"},
+                                     "sparse_acceptance"),
+                            co)
+                  .run;
 
   if (o.json.on()) {
-    nlohmann::json j = {{"preset", o.preset}, {"seed", o.seed}, {"S", problem.q.S},
-                        {"H", problem.q.H},   {"D", problem.q.D}, {"baseline", baseline},
+    nlohmann::json j = {{"preset", o.preset}, {"seed", o.seed}, {"baseline", baseline},
                         {"backends", nlohmann::json::array()}};
-    for (const auto& r : rows)
-      j["backends"].push_back({{"spec", r.spec},
-                               {"name", r.name},
-                               {"ms", r.ms},
-                               {"density", r.density ? nlohmann::json(*r.density) : nlohmann::json()},
-                               {"vs_exact", r.vs_exact.to_json()},
-                               {"vs_baseline", r.vs_sage2.to_json()}});
-    j["gate"] = gate.to_json();
+    for (const auto& r : table.results) {
+      nlohmann::json b = r.figures.to_json();
+      b["spec"] = r.c.candidate;
+      b.erase("wall_ms");  // an emulation's time is not a kernel's
+      j["backends"].push_back(b);
+    }
+    const auto& refs = table.reference_runs.value(path, nlohmann::json::object());
+    for (const char* k : {"S", "H", "D"}) j[k] = refs.value(k, nlohmann::json(nullptr));
+    j["gate"] = emu.to_json();
+    j["real_kernels"] = kernels ? kernels->to_json() : nlohmann::json(nullptr);
     o.json.emit(j.dump(2) + "\n");
     if (o.json.to_stdout()) return ts::kPass;
   }
 
-  std::printf("touchstone demo: synthetic '%s' fixture (seed %llu), S=%lld tokens (%lld video, "
-              "%lld conditioning), H=%lld, D=%lld; synthesized in %.1f s\n\n",
-              o.preset.c_str(), (unsigned long long)o.seed, (long long)problem.q.S,
-              (long long)fx.config.video_tokens(), (long long)(problem.q.S - fx.config.video_tokens()),
-              (long long)problem.q.H, (long long)problem.q.D, syn_s);
-  std::printf("%-34s %9s %8s %12s %10s %12s\n", "backend", "ms", "density", "rel_l2/exact",
-              "cos/exact", "rel_l2/sage2");
-  for (const auto& r : rows)
-    std::printf("%-34s %9.1f %8s %12s %10s %12s\n", r.spec.c_str(), r.ms,
-                r.density ? fmt(r.density, "%.3f").c_str() : "-", fmt(r.vs_exact.rel_l2).c_str(),
-                fmt(r.vs_exact.cosine, "%.6f").c_str(), fmt(r.vs_sage2.rel_l2).c_str());
-  std::printf("\nGate '%s' (baseline %s): a candidate must be Sage-like AND faster.\n",
-              gate.gate.name.c_str(), baseline.c_str());
-  std::fputs(ts::render_terminal(gate).c_str(), stdout);
+  const auto& refs = table.reference_runs.value(path, nlohmann::json::object());
+  std::printf("touchstone demo: synthetic '%s' fixture (seed %llu), S=%lld tokens, H=%lld, D=%lld; "
+              "synthesized in %.1f s\n\n",
+              o.preset.c_str(), (unsigned long long)o.seed, (long long)refs.value("S", 0),
+              (long long)refs.value("H", 0), (long long)refs.value("D", 0), syn_s);
+  std::printf("1. The emulations' accuracy (exact float64 is the reference; no times: an emulation's\n"
+              "   time on this CPU says nothing of a kernel's)\n");
+  std::printf("%-34s %8s %12s %10s %12s\n", "backend", "density", "rel_l2/exact", "cos/exact", "rel_l2/sage2");
+  for (const auto& r : table.results) {
+    const auto& f = r.figures;
+    std::printf("%-34s %8s %12s %10s %12s\n", r.c.candidate.c_str(), f.density ? fmt(f.density, "%.3f").c_str() : "-",
+                fmt(f.rel_l2_vs_exact).c_str(), fmt(f.cosine_vs_exact, "%.6f").c_str(),
+                fmt(f.rel_l2_vs_baseline).c_str());
+  }
+  std::printf("\n2. Gate '%s' on the emulations (baseline %s): Sage-like AND faster. Accuracy decides;\n"
+              "   speed is missing for emulations, so a Sage-like one is INCONCLUSIVE, never ACCEPT.\n",
+              emu.gate.name.c_str(), baseline.c_str());
+  std::fputs(ts::render_terminal(emu).c_str(), stdout);
+  if (kernels) {
+    std::printf("\n3. The same gate on real kernels (%s: SageAttention 2.2.0 and PyTorch SDPA, run on an\n"
+                "   H200, stored with CUDA-event timings), against the real Sage sm121-path kernel:\n",
+                real.c_str());
+    std::fputs(ts::render_terminal(*kernels).c_str(), stdout);
+  } else {
+    std::printf("\n3. (the real-kernel fixture %s is absent: real speed verdicts skipped)\n", real.c_str());
+  }
   std::printf(
-      "\nThe times above are CPU emulation times: they rank the emulations on this CPU, not GPU\n"
-      "kernels. Judge real kernels by storing their outputs and timing samples in the fixture\n"
-      "(--candidate stored:NAME) or by importing a benchmark report, e.g. the GB10 seed:\n"
+      "\nJudge your own kernel the same way: store its output and timings in a fixture, timed in one run\n"
+      "with the real baseline (python3 -m touchstone replay F --kernel sageattn_sm90 --kernel mymod:fn),\n"
+      "then touchstone gate --fixture F --baseline stored:sageattn_sm90 --candidate stored:fn; or import a\n"
+      "benchmark report, e.g. the GB10 seed:\n"
       "  touchstone import-report gb10_sage2_vs_sol_block24.json -o m.json && touchstone gate --measurements m.json\n");
   if (remove_dir)
     std::printf("(the fixture was temporary; --keep DIR keeps it for the repro lines above)\n");

@@ -74,6 +74,12 @@ ts::cli::Registration reg{
       app.add_flag("--allow-slow", s.allow_slow,
                    "start even when the CPU work is estimated over the limit (10 min; env TOUCHSTONE_SLOW_LIMIT_S)");
       app.add_flag("--allow-nonfinite", s.allow_nonfinite, "accept NaN/Inf in the fixture inputs");
+      app.add_flag("--accuracy-only", s.accuracy_only,
+                   "leave out the gate's speed rules: every report says so, the exit code follows accuracy alone");
+      app.add_option("--block-linear", s.block_linear,
+                     "the block chain's production-like linears: nvfp4 | bf16 | fp64")->capture_default_str();
+      app.add_option("--block-recipe", s.block_recipe, "its NVFP4 recipe (with --block-linear nvfp4)")
+          ->capture_default_str();
       ts::cli::add_json_option(app, o->json, "the result");
       ts::cli::add_report_option(app, "--markdown", o->markdown, "with --gate, write the table as Markdown");
       ts::cli::add_report_option(app, "--html", o->html, "with --gate, write the table as a self-contained HTML page");

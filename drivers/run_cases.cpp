@@ -1,0 +1,423 @@
+#include "drivers/run_cases.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include "core/error.hpp"
+#include "core/progress.hpp"
+#include "drivers/measurement_evidence.hpp"
+#include "drivers/run_estimate.hpp"
+#include "fixtures/attention_inputs.hpp"
+#include "fixtures/fixture.hpp"
+#include "gates/accuracy_evidence.hpp"
+#include "gates/bootstrap.hpp"
+#include "gates/metrics.hpp"
+#include "kernels_under_test/registry.hpp"
+
+namespace ts {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+nlohmann::json opt_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
+std::optional<double> number_of(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key) || !j[key].is_number()) return std::nullopt;
+  return j[key].get<double>();
+}
+
+bool reads_groups(const GateFile& g) {
+  for (const auto& r : g.rules)
+    if (r.metric.find("_worst_") != std::string::npos || r.metric.find("gain_error") != std::string::npos) return true;
+  return false;
+}
+
+// The gate without its speed rules, for --accuracy-only.
+GateFile accuracy_gate(const GateFile& g) {
+  GateFile out = g;
+  out.rules.clear();
+  for (const auto& r : g.rules)
+    if (!r.is_speed()) out.rules.push_back(r);
+  return out;
+}
+
+// A stored time faster than any GPU computes dense attention (a timer that
+// missed the kernel, samples in seconds taken for ms) would decide a speed rule
+// on a fiction. The ceiling is several times the fastest dense-equivalent rate
+// measured (SageAttention sm90 on the H200: 790 TFLOP/s; a routed kernel's
+// dense-equivalent rate is higher by 1/density, hence the margin).
+constexpr double kCeilingTflops = 50000;
+
+std::optional<std::string> implausible_time(const AttentionBackend& b, const BlockConfig& config) {
+  const auto t = b.stored_timings_ms();
+  if (!t || t->empty()) return std::nullopt;
+  const double ms = median_of(*t);
+  const double tflops = attention_flops(config) / (ms * 1e-3) / 1e12;
+  if (ms > 0 && tflops <= kCeilingTflops) return std::nullopt;
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "stored:%s's median time %.4g ms is %.3g TFLOP/s dense-equivalent, beyond the %.0f TFLOP/s any "
+                "device reaches: its timings cannot be trusted",
+                b.name().c_str(), ms, tflops, kCeilingTflops);
+  return std::string(buf);
+}
+
+// Fixture cases (computed and stored candidates): one fixture loaded at a
+// time, its exact reference and each baseline computed once, the candidates in
+// the order given (a backend may continue from the one run before it).
+class FixtureProvider final : public EvidenceProvider {
+ public:
+  FixtureProvider(const GateFile& gate, const CaseOptions& o) : gate_(gate), o_(o) {}
+
+  void prepare(const std::vector<const Case*>& cases) override {
+    std::map<std::string, std::vector<const Case*>> by_fixture;
+    for (const Case* c : cases) {
+      if (c->input.empty()) throw InputError("a fixture case needs a fixture");
+      if (c->candidate.empty()) throw InputError(c->input + ": a case needs a candidate");
+      by_fixture[c->input].push_back(c);
+    }
+    for (const auto& [path, group] : by_fixture) {
+      for (const Case* c : group) {
+        require_device_for(c->baseline);
+        require_device_for(c->candidate);
+      }
+      // Only one fixture is held at a time: the others are validated now and loaded at their turn.
+      LoadOptions lo;
+      lo.allow_nonfinite = o_.allow_nonfinite;
+      BlockConfig config;
+      if (by_fixture.size() == 1) {
+        load(path);
+        config = state_->fx.config;
+      } else {
+        config = load_fixture(path, lo).config;
+      }
+      const BackendContext ctx{path};
+      // Every spec is built before anything runs: a typo is bad input (exit 2), not a rejected candidate.
+      const ExactChoice ex = choose_exact(o_.exact, path, config);
+      make_attention_backend(ex.spec, ctx);
+      std::map<std::string, int> runs;
+      const bool timed = has_speed_rule(gate_) && !o_.accuracy_only && o_.timed;
+      const int per_timed = o_.warmup + o_.pairs;
+      runs[ex.spec] += 1;
+      for (const Case* c : group) {
+        make_attention_backend(c->baseline, ctx);
+        made_[c] = make_attention_backend(c->candidate, ctx);
+        runs[c->baseline] += runs.count(c->baseline) ? 0 : 1;
+        runs[c->candidate] += 1;
+        if (timed && !speed_is_excluded(*c)) {
+          runs[c->candidate] += per_timed;
+          runs[c->baseline] += per_timed;
+        }
+      }
+      refuse_slow_cpu({runs.begin(), runs.end()}, config, SlowGuard::from_env(o_.allow_slow), o_.command);
+    }
+  }
+
+  Evidence gather(const Case& c, CaseFigures& fig) override {
+    State& st = load(c.input);
+    Baseline& base = baseline(st, c.baseline);
+    Evidence ev;
+    ev.candidate = c.candidate;
+    auto made = made_.find(&c);
+    std::unique_ptr<AttentionBackend> cand =
+        made != made_.end() ? std::move(made->second) : make_attention_backend(c.candidate, st.ctx);
+    if (made != made_.end()) made_.erase(made);
+    fig.backend = cand->name();
+    if (st.previous) cand->continue_from(*st.previous);
+    const auto t0 = Clock::now();
+    try {
+      AttentionResult res = cand->run(st.problem);
+      fig.wall_ms = ms_since(t0);
+      fig.stats = res.stats;
+      fig.density = number_of(res.stats, "density");
+      add_accuracy_evidence(ev, "attention", res.out, base.out, st.exact_out, base.vs_exact, groups(st));
+      if (base.metrics.nonfinite > 0)
+        ev.mistrusted.push_back("the baseline '" + c.baseline + "' has " + std::to_string(base.metrics.nonfinite) +
+                                " non-finite values: nothing trustworthy to judge against");
+      ev.details["backend"] = cand->name();
+      ev.details["params"] = cand->params();
+      if (!res.stats.empty()) ev.details["stats"] = res.stats;
+    } catch (const InputError&) {
+      throw;
+    } catch (const std::exception& e) {
+      ev.error = e.what();
+    }
+    if (const auto t = cand->stored_timings_ms()) {
+      fig.timings_median_ms = median_of(*t);
+      fig.timings_clock = cand->stored_timings_clock();
+    }
+    for (AttentionBackend* side : {cand.get(), base.backend.get()})
+      if (const auto why = implausible_time(*side, st.fx.config)) ev.mistrusted.push_back(*why);
+    if (ev.error.empty()) {
+      for (const char* k : {"vs_baseline", "vs_exact"}) {
+        if (!ev.details.contains(k)) continue;
+        const nlohmann::json& d = ev.details[k];
+        const bool b = std::string(k) == "vs_baseline";
+        (b ? fig.rel_l2_vs_baseline : fig.rel_l2_vs_exact) = number_of(d, "rel_l2");
+        (b ? fig.cosine_vs_baseline : fig.cosine_vs_exact) = number_of(d, "cosine");
+        if (b) fig.nonfinite = number_of(d, "nonfinite");
+      }
+      if (has_speed_rule(gate_) && !o_.accuracy_only) {
+        ev.speed = speed(st, c, *cand, *base.backend);
+        ev.details["speed"] = ev.speed->to_json();
+      }
+    }
+    st.previous = std::move(cand);
+    return ev;
+  }
+
+  nlohmann::json context_of(const std::string& path) const {
+    auto it = contexts_.find(path);
+    return it == contexts_.end() ? nlohmann::json::object() : it->second;
+  }
+  // The exact reference's and each baseline's own run on a fixture: name, wall ms, distance.
+  nlohmann::json reference_runs(const std::string& path) const {
+    auto it = runs_.find(path);
+    return it == runs_.end() ? nlohmann::json::object() : it->second;
+  }
+
+ private:
+  struct Baseline {
+    std::unique_ptr<AttentionBackend> backend;
+    Tensor out;
+    Figures vs_exact;  // the baseline against exact, per group when the gate reads groups
+    MetricSet metrics;
+  };
+  struct State {
+    std::string path;
+    Fixture fx;
+    AttentionProblem problem;
+    BackendContext ctx;
+    ExactChoice exact;
+    Tensor exact_out;
+    bool exact_done = false;
+    std::map<std::string, Baseline> baselines;
+    std::optional<SpeedMeasurer> measurer;
+    std::unique_ptr<AttentionBackend> previous;
+  };
+
+  const BlockConfig* groups(const State& st) const {
+    return o_.group_figures || reads_groups(gate_) ? &st.fx.config : nullptr;
+  }
+
+  State& load(const std::string& path) {
+    if (state_ && state_->path == path) return *state_;
+    state_.reset();  // one fixture in memory at a time
+    auto st = std::make_unique<State>();
+    st->path = path;
+    LoadOptions lo;
+    lo.allow_nonfinite = o_.allow_nonfinite;
+    st->fx = load_fixture(path, lo);
+    st->problem = attention_problem(st->fx);
+    st->ctx = BackendContext{path};
+    st->exact = choose_exact(o_.exact, path, st->fx.config);
+    state_ = std::move(st);
+    return *state_;
+  }
+
+  const Tensor& exact(State& st) {
+    if (!st.exact_done) {
+      auto b = make_attention_backend(st.exact.spec, st.ctx);
+      const auto t0 = Clock::now();
+      st.exact_out = b->run(st.problem).out;
+      exact_runs_[st.path] = {{"name", b->name()}, {"ms", ms_since(t0)}};
+      st.exact_done = true;
+    }
+    return st.exact_out;
+  }
+
+  Baseline& baseline(State& st, const std::string& spec) {
+    auto it = st.baselines.find(spec);
+    if (it != st.baselines.end()) return it->second;
+    const Tensor& ex = exact(st);
+    Baseline b;
+    b.backend = make_attention_backend(spec, st.ctx);
+    const auto t0 = Clock::now();
+    try {
+      b.out = b.backend->run(st.problem).out;
+    } catch (const InputError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw InputError("baseline '" + spec + "' failed: " + e.what());
+    }
+    const double base_ms = ms_since(t0);
+    b.metrics = compute_metrics(b.out, ex);
+    b.vs_exact = groups(st) ? accuracy_figures(b.out, ex, groups(st)) : metric_map(b.metrics);
+    nlohmann::json& ctx = contexts_[st.path];
+    if (ctx.empty())
+      ctx = {{"fixture", st.path},
+             {"shape", ex.shape_string()},
+             {"baseline_backend", b.backend->name()},
+             {"exact", {{"spec", st.exact.spec}, {"why", st.exact.why}}},
+             {"baseline_vs_exact", b.metrics.to_json()}};
+    // For the sweep's preface: what each reference run took, once.
+    nlohmann::json& runs = runs_[st.path];
+    runs["exact"] = exact_runs_[st.path];
+    runs["S"] = st.problem.q.S;
+    runs["H"] = st.problem.q.H;
+    runs["D"] = st.problem.q.D;
+    runs["baselines"][spec] = {{"name", b.backend->name()}, {"ms", base_ms}, {"vs_exact", b.metrics.to_json()}};
+    return st.baselines.emplace(spec, std::move(b)).first->second;
+  }
+
+  // Why a case's speed is not judged before anything is timed ("" = it is).
+  std::string speed_exclusion(const Case& c) const {
+    if (gate_.time_emulations) return "";
+    for (const auto* side : {&c.baseline, &c.candidate})
+      if (is_emulation_spec(*side))
+        return std::string("the ") + (side == &c.baseline ? "baseline" : "candidate") + " '" + *side +
+               "' is an emulation: its time is not a kernel's (store the real kernel's output and timings with "
+               "python3 -m touchstone replay and gate stored:NAME; a gate may opt in with \"time_emulations\": true)";
+    return "";
+  }
+  bool speed_is_excluded(const Case& c) const { return !speed_exclusion(c).empty(); }
+
+  SpeedEvidence speed(State& st, const Case& c, AttentionBackend& cand, AttentionBackend& base) {
+    SpeedEvidence s;
+    s.missing = speed_exclusion(c);
+    if (!s.missing.empty()) return s;
+    if (!st.measurer) st.measurer.emplace(st.fx, st.problem, gate_, o_);
+    if (o_.timed || (cand.is_stored() && base.is_stored())) return st.measurer->measure(cand, base);
+    s.missing = std::string("not timed (--pairs 0): one run of ") + (cand.is_stored() ? "the baseline" : "a row") +
+                " is no sample (--pairs N, or a stored baseline with /timings)";
+    return s;
+  }
+
+  const GateFile& gate_;
+  const CaseOptions& o_;
+  std::unique_ptr<State> state_;
+  std::map<std::string, nlohmann::json> contexts_, runs_, exact_runs_;
+  // The candidates' backends, made when the specs were checked (a plugin is
+  // probed once), taken by their case's run.
+  std::map<const Case*, std::unique_ptr<AttentionBackend>> made_;
+};
+
+const char* mode_of(CaseSource s) {
+  switch (s) {
+    case CaseSource::measurements: return "measurements";
+    case CaseSource::stage: return "stages";
+    default: return "fixture";
+  }
+}
+
+}  // namespace
+
+bool has_speed_rule(const GateFile& g) {
+  for (const auto& r : g.rules)
+    if (r.is_speed()) return true;
+  return false;
+}
+
+nlohmann::json CaseFigures::to_json() const {
+  nlohmann::json j = {{"backend", backend},
+                      {"density", opt_json(density)},
+                      {"wall_ms", opt_json(wall_ms)},
+                      {"rel_l2_vs_baseline", opt_json(rel_l2_vs_baseline)},
+                      {"rel_l2_vs_exact", opt_json(rel_l2_vs_exact)},
+                      {"cosine_vs_baseline", opt_json(cosine_vs_baseline)},
+                      {"cosine_vs_exact", opt_json(cosine_vs_exact)},
+                      {"nonfinite", opt_json(nonfinite)}};
+  if (timings_median_ms) {
+    j["timings_median_ms"] = *timings_median_ms;
+    j["timings_clock"] = timings_clock;
+  }
+  return j;
+}
+
+namespace {
+
+CaseRun run_all(const GateFile* judged_by, const std::vector<Case>& cases, const CaseOptions& o,
+                EvidenceProvider* stage_provider) {
+  const GateFile none;  // figures only: no rule, nothing judged
+  const GateFile& gate_in = judged_by ? *judged_by : none;
+  if (cases.empty()) throw InputError("nothing to judge: no case (give at least one candidate)");
+  if (o.pairs < 1) throw InputError("--pairs must be at least 1, got " + std::to_string(o.pairs));
+  if (o.warmup < 0) throw InputError("--warmup must not be negative, got " + std::to_string(o.warmup));
+  if (o.rotate < 1) throw InputError("--rotate must be at least 1, got " + std::to_string(o.rotate));
+  if (!(o.budget_s >= 0)) throw InputError("--budget-s must not be negative");
+  const GateFile gate = o.accuracy_only ? accuracy_gate(gate_in) : gate_in;
+  if (judged_by && gate.rules.empty())
+    throw InputError(gate_in.source + ": --accuracy-only leaves no rule (the gate has only speed rules)");
+
+  FixtureProvider fixtures(gate, o);
+  MeasurementProvider measurements(gate, o.seed);
+  auto provider_of = [&](CaseSource s) -> EvidenceProvider& {
+    if (s == CaseSource::measurements) return measurements;
+    if (s == CaseSource::stage) {
+      if (!stage_provider) throw InternalError("run_cases: a stage case without a stage provider");
+      return *stage_provider;
+    }
+    return fixtures;
+  };
+  // Everything checkable is checked before any case runs.
+  std::map<EvidenceProvider*, std::vector<const Case*>> by_provider;
+  for (const auto& c : cases) {
+    if (c.source != CaseSource::stage)
+      for (const auto& r : gate.rules)
+        if (gate.tensor_of(r) != "attention" && c.source != CaseSource::measurements)
+          throw InputError(gate.source + ": rule '" + r.id + "' judges tensor '" + gate.tensor_of(r) +
+                           "'; cases on a fixture judge attention (judge block stages with touchstone compare F "
+                           "--stages A B --gate G)");
+    by_provider[&provider_of(c.source)].push_back(&c);
+  }
+  for (auto& [p, group] : by_provider) p->prepare(group);
+
+  CaseRun out;
+  GateRun& run = out.run;
+  run.gate = gate;
+  run.mode = mode_of(cases.front().source);
+  run.input = cases.front().input;
+  run.baseline = cases.front().baseline;
+  if (o.accuracy_only)
+    run.context["accuracy_only"] =
+        "speed rules skipped (--accuracy-only): " + std::to_string(gate_in.rules.size() - gate.rules.size()) +
+        " rule(s) not judged; the verdicts follow accuracy alone";
+  Progress progress(o.command, static_cast<int64_t>(cases.size()));
+  for (const auto& c : cases) {
+    EvidenceProvider& p = provider_of(c.source);
+    CaseResult r{c, {}};
+    Evidence ev = p.gather(c, r.figures);
+    if (o.accuracy_only) ev.notes.push_back("accuracy only: speed rules were not judged (--accuracy-only)");
+    if (!ev.error.empty()) r.figures.stats["error"] = ev.error;
+    if (judged_by) {
+      const GateFile* g = p.gate_for(c);
+      CandidateVerdict v = judge(g ? *g : gate, ev, c.repro());
+      v.details["case"] = {{"id", c.id()}, {"source", case_source_name(c.source)}};
+      run.candidates.push_back(std::move(v));
+    }
+    out.results.push_back(std::move(r));
+    progress.advance();
+  }
+  for (const auto& c : cases)
+    if (c.source == CaseSource::computed || c.source == CaseSource::stored) {
+      out.fixtures[c.input] = fixtures.context_of(c.input);
+      out.reference_runs[c.input] = fixtures.reference_runs(c.input);
+    }
+  if (run.mode == "fixture") {
+    nlohmann::json ctx = out.fixtures.value(run.input, nlohmann::json::object());
+    for (auto& [k, v] : ctx.items()) run.context[k] = v;
+    run.context["pairs"] = o.pairs;
+    run.context["warmup"] = o.warmup;
+    if (out.fixtures.size() > 1) run.context["fixtures"] = out.fixtures;
+  } else if (run.mode == "measurements") {
+    for (auto& [k, v] : measurements.context_of(run.input).items()) run.context[k] = v;
+  }
+  run.context["seed"] = o.seed;
+  return out;
+}
+
+}  // namespace
+
+CaseRun run_cases(const GateFile& gate, const std::vector<Case>& cases, const CaseOptions& opts,
+                  EvidenceProvider* stage_provider) {
+  return run_all(&gate, cases, opts, stage_provider);
+}
+
+CaseRun case_figures(const std::vector<Case>& cases, const CaseOptions& opts) {
+  return run_all(nullptr, cases, opts, nullptr);
+}
+
+}  // namespace ts
