@@ -199,17 +199,42 @@ BlockConfig make(int64_t t, int64_t h, int64_t w, std::vector<std::pair<std::str
 }
 }  // namespace
 
-std::vector<std::string> preset_names() { return {"tiny", "ci", "medium", "block24"}; }
+namespace {
+
+// The size presets of block.md, once: every list, help text and check reads this.
+struct SizePreset {
+  const char* name;
+  BlockConfig (*make)();
+};
+const std::vector<SizePreset>& size_presets() {
+  // Conditioning splits keep block24's 414 audio + 100 text proportions.
+  static const std::vector<SizePreset> t = {
+      {"tiny", [] { return make(2, 4, 8, {{"audio", 4}, {"text", 4}}, 64, 2, 32, 128, 24); }},
+      {"ci", [] { return make(4, 12, 16, {{"audio", 48}, {"text", 16}}, 512, 4, 128, 1024, 96); }},
+      {"medium", [] { return make(8, 24, 42, {{"audio", 414}, {"text", 100}}, 1344, 14, 128, 3584, 96); }},
+      {"block24", [] { return make(37, 24, 42, {{"audio", 414}, {"text", 100}}, 5376, 56, 128, 14336, 96); }},
+  };
+  return t;
+}
+
+}  // namespace
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> out;
+  for (const auto& p : size_presets()) out.emplace_back(p.name);
+  return out;
+}
+
+std::string preset_names_text(const std::string& sep) {
+  std::string out;
+  for (const auto& p : size_presets()) out += (out.empty() ? "" : sep) + std::string(p.name);
+  return out;
+}
 
 BlockConfig preset_config(const std::string& name) {
-  // Conditioning splits keep block24's 414 audio + 100 text proportions.
-  if (name == "tiny") return make(2, 4, 8, {{"audio", 4}, {"text", 4}}, 64, 2, 32, 128, 24);
-  if (name == "ci") return make(4, 12, 16, {{"audio", 48}, {"text", 16}}, 512, 4, 128, 1024, 96);
-  if (name == "medium")
-    return make(8, 24, 42, {{"audio", 414}, {"text", 100}}, 1344, 14, 128, 3584, 96);
-  if (name == "block24")
-    return make(37, 24, 42, {{"audio", 414}, {"text", 100}}, 5376, 56, 128, 14336, 96);
-  throw InputError("unknown preset '" + name + "' (expected tiny, ci, medium or block24)");
+  for (const auto& p : size_presets())
+    if (name == p.name) return p.make();
+  throw InputError("unknown preset '" + name + "' (expected " + preset_names_text(", ") + ")");
 }
 
 }  // namespace ts

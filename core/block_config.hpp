@@ -47,5 +47,7 @@ std::vector<Segment> segments_from_json(const std::string& text, const std::stri
 // The presets of block.md: tiny, ci, medium, block24. Throws InputError for others.
 BlockConfig preset_config(const std::string& name);
 std::vector<std::string> preset_names();
+// "tiny | ci | medium | block24" with `sep` between: for help texts and messages.
+std::string preset_names_text(const std::string& sep);
 
 }  // namespace ts

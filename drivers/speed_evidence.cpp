@@ -4,6 +4,7 @@
 
 #include "gates/bootstrap.hpp"
 #include "gates/paired_timing.hpp"
+#include "gates/speed_interval.hpp"
 
 namespace ts {
 namespace {
@@ -62,10 +63,16 @@ void run_reporting(AttentionBackend& b, const AttentionProblem& p, ReportedTimer
     t->report(r.stats["device_ms"].get<double>());
 }
 
+// Why paired samples give no interval: too few rounds for the sign test at this confidence.
+std::string too_few_pairs(size_t n, double conf) {
+  return "too few pairs (" + std::to_string(n) + "; the sign-test interval at " + format_number(conf * 100) +
+         " % needs at least " + std::to_string(min_pairs_for(conf)) + ")";
+}
+
 std::string count_text(size_t n, const char* what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); }
 
 // Both sides stored: their samples, on one clock.
-SpeedEvidence measure_stored(AttentionBackend& cand, AttentionBackend& base, double conf, uint64_t seed) {
+SpeedEvidence measure_stored(AttentionBackend& cand, AttentionBackend& base, double conf) {
   SpeedEvidence s;
   for (AttentionBackend* b : {&cand, &base}) {
     if (!b->stored_timings_ms()) {
@@ -87,7 +94,7 @@ SpeedEvidence measure_stored(AttentionBackend& cand, AttentionBackend& base, dou
     return s;
   }
   s = stored_speed(*cand.stored_timings_ms(), cand.stored_timing_runs(), *base.stored_timings_ms(),
-                   base.stored_timing_runs(), conf, seed);
+                   base.stored_timing_runs(), conf);
   if (s.missing.empty()) s.clock = cc;
   return s;
 }
@@ -95,7 +102,7 @@ SpeedEvidence measure_stored(AttentionBackend& cand, AttentionBackend& base, dou
 SpeedEvidence measure_speed(AttentionBackend& cand, AttentionBackend& base, const RotatedInputs& in, double conf,
                             const TimingOptions& o) {
   SpeedEvidence s;
-  if (cand.is_stored() && base.is_stored()) return measure_stored(cand, base, conf, o.seed);
+  if (cand.is_stored() && base.is_stored()) return measure_stored(cand, base, conf);
   if (cand.is_stored() || base.is_stored()) {
     // One side's samples were taken in another process, at another time: the
     // run-to-run variance between them and a run here is unknown.
@@ -132,12 +139,8 @@ SpeedEvidence measure_speed(AttentionBackend& cand, AttentionBackend& base, cons
                 " run(s) reported no device time and were timed by the steady clock";
     return s;
   }
-  if (ps.ratios().size() < static_cast<size_t>(kMinTimingSamples)) {
-    s.missing = "too few samples (" + std::to_string(ps.ratios().size()) + " pairs; at least " +
-                std::to_string(kMinTimingSamples) + ")";
-    return s;
-  }
-  s.interval = bootstrap_paired(ps.ratios(), conf, o.seed);
+  s.interval = sign_interval_paired(ps.ratios(), conf);
+  if (!s.interval) s.missing = too_few_pairs(ps.ratios().size(), conf);
   return s;
 }
 
@@ -145,7 +148,7 @@ SpeedEvidence measure_speed(AttentionBackend& cand, AttentionBackend& base, cons
 
 SpeedEvidence stored_speed(const std::vector<double>& cand_ms, const std::vector<std::string>& cand_runs,
                            const std::vector<double>& base_ms, const std::vector<std::string>& base_runs,
-                           double confidence, uint64_t seed) {
+                           double confidence) {
   SpeedEvidence s;
   if (cand_ms.size() < static_cast<size_t>(kMinTimingSamples) || base_ms.size() < static_cast<size_t>(kMinTimingSamples)) {
     s.missing = "too few samples (candidate " + std::to_string(cand_ms.size()) + ", baseline " +
@@ -176,7 +179,8 @@ SpeedEvidence stored_speed(const std::vector<double>& cand_ms, const std::vector
     }
     std::vector<double> ratios;
     for (size_t i = 0; i < cand_ms.size(); ++i) ratios.push_back(base_ms[i] / cand_ms[i]);
-    s.interval = bootstrap_paired(ratios, confidence, seed);
+    s.interval = sign_interval_paired(ratios, confidence);
+    if (!s.interval) s.missing = too_few_pairs(ratios.size(), confidence);
     s.level = "attention, stored samples interleaved in one timing run (" + cr[0].first + ", " +
               count_text(ratios.size(), "round") + "), paired by round";
     return s;
@@ -186,7 +190,7 @@ SpeedEvidence stored_speed(const std::vector<double>& cand_ms, const std::vector
     std::vector<double> cm, bm;
     for (const auto& [id, ms] : cr) cm.push_back(median_of(ms));
     for (const auto& [id, ms] : br) bm.push_back(median_of(ms));
-    s.interval = bootstrap_unpaired(bm, cm, confidence, seed);
+    s.interval = welch_interval_runs(bm, cm, confidence);
     s.candidate_ms = median_of(cm);
     s.baseline_ms = median_of(bm);
     s.level = "attention, medians of " + count_text(cr.size(), "timing run") + " (candidate) and " +

@@ -45,6 +45,6 @@ class SpeedMeasurer {
 // `cand_runs`/`base_runs`: the timing run of each sample (empty: unknown).
 SpeedEvidence stored_speed(const std::vector<double>& cand_ms, const std::vector<std::string>& cand_runs,
                            const std::vector<double>& base_ms, const std::vector<std::string>& base_runs,
-                           double confidence, uint64_t seed);
+                           double confidence);
 
 }  // namespace ts

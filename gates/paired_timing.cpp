@@ -25,13 +25,19 @@ PairedSamples time_paired(const TimedRun& candidate, const TimedRun& baseline, T
   }
   PairedSamples s;
   const auto t0 = std::chrono::steady_clock::now();
+  // Odd pairs run the baseline first: whatever the first (or second) run of a
+  // pair gains from its position (a cache the other left warm, a clock ramping
+  // up) falls on each side in half the pairs, so the median ratio is unbiased.
   for (int64_t p = 0; p < opts.pairs; ++p) {
-    timer.start();
-    candidate(p);
-    s.candidate_ms.push_back(timer.stop_ms());
-    timer.start();
-    baseline(p);
-    s.baseline_ms.push_back(timer.stop_ms());
+    double c = 0, b = 0;
+    for (int side = 0; side < 2; ++side) {
+      const bool cand_now = (side == 0) == (p % 2 == 0);
+      timer.start();
+      (cand_now ? candidate : baseline)(p);
+      (cand_now ? c : b) = timer.stop_ms();
+    }
+    s.candidate_ms.push_back(c);
+    s.baseline_ms.push_back(b);
     const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (opts.budget_s > 0 && spent >= opts.budget_s && p + 1 >= opts.min_pairs) break;
   }

@@ -9,7 +9,7 @@
 
 #include "core/error.hpp"
 #include "fixtures/synth.hpp"
-#include "fixtures/synth_block.hpp"
+#include "fixtures/block/synth_block.hpp"
 #include "drivers/run_estimate.hpp"
 #include "kernels_under_test/registry.hpp"
 #include "reference/block.hpp"
@@ -97,7 +97,7 @@ ts::cli::Registration reg{
     "Time the block reference stage by stage on synthetic inputs of a preset, with peak memory",
     [](CLI::App& app) -> ts::cli::Action {
       auto o = std::make_shared<Opts>();
-      app.add_option("--preset", o->preset, "tiny, ci, medium or block24 (block.md)")->capture_default_str();
+      app.add_option("--preset", o->preset, ts::preset_names_text(" | ") + " (block.md)")->capture_default_str();
       app.add_option("--linear", o->linear, "fp64 | bf16 | nvfp4")->capture_default_str();
       app.add_option("--recipe", o->recipe, "NVFP4 recipe: te | modelopt")->capture_default_str();
       app.add_option("--attention", o->attention, "attention backend spec (exact, sage2:preset=NAME, sol:...)")

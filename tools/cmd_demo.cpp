@@ -188,7 +188,7 @@ ts::cli::Registration reg{
     "backends, compare them, and gate sol against sage2",
     [](CLI::App& app) -> ts::cli::Action {
       auto o = std::make_shared<Opts>();
-      app.add_option("--preset", o->preset, "synthetic preset: tiny | ci | medium")
+      app.add_option("--preset", o->preset, "synthetic preset: " + ts::preset_names_text(" | ") + " (block24 takes hours on 2 cores)")
           ->capture_default_str();
       app.add_option("--seed", o->seed, "synthesis seed")->capture_default_str();
       app.add_option("--pairs", o->pairs, "timing pairs per candidate in the gate (a speed rule needs at least 3)")

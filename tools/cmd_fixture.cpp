@@ -38,7 +38,7 @@ Registration synth_reg{
         bool compress = false, with_block = false, force = false;
       };
       auto o = std::make_shared<Opts>();
-      app.add_option("--preset", o->preset, "tiny, ci, medium or block24 (block.md)")->capture_default_str();
+      app.add_option("--preset", o->preset, ts::preset_names_text(" | ") + " (block.md)")->capture_default_str();
       app.add_option("--seed", o->seed, "generator seed")->capture_default_str();
       app.add_option("--structure", o->structure,
                      "0 = noise ... 1 = strongly local and smooth video content")->capture_default_str();

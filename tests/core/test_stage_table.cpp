@@ -90,3 +90,30 @@ TEST_CASE("stage table: no second list of stage names in the C++ sources") {
   for (const auto& o : offences) UNSCOPED_INFO(o);
   CHECK(offences.empty());
 }
+
+TEST_CASE("size preset table: no second list of preset names in the C++ sources") {
+  // core/block_config.cpp holds the one table (size_presets()); help texts and
+  // messages read it through preset_names_text().
+  const fs::path root = TOUCHSTONE_SOURCE_DIR;
+  std::set<std::string> names;
+  for (const auto& n : ts::preset_names()) names.insert(n);
+  CHECK(names.size() == 4);
+  CHECK(ts::preset_names_text(" | ") == "tiny | ci | medium | block24");
+  const std::regex word("\"(tiny|ci|medium|block24)\"");
+  std::vector<std::string> offences;
+  for (const char* dir : {"core", "reference", "fixtures", "kernels_under_test", "gates", "drivers", "tools"})
+    for (const auto& e : fs::recursive_directory_iterator(root / dir)) {
+      if (!e.is_regular_file() || !is_source(e.path()) || e.path() == root / "core" / "block_config.cpp") continue;
+      std::ifstream in(e.path());
+      std::string line;
+      for (int n = 1; std::getline(in, line); ++n) {
+        const auto first = line.find_first_not_of(" \t");
+        if (first != std::string::npos && line.compare(first, 2, "//") == 0) continue;
+        int found = 0;
+        for (std::sregex_iterator m(line.begin(), line.end(), word), end; m != end; ++m) ++found;
+        if (found >= 2) offences.push_back(fs::relative(e.path(), root).string() + ":" + std::to_string(n));
+      }
+    }
+  for (const auto& o : offences) UNSCOPED_INFO(o);
+  CHECK(offences.empty());
+}

@@ -18,7 +18,7 @@
 #include "catch.hpp"
 #include "core/error.hpp"
 #include "fixtures/synth.hpp"
-#include "fixtures/synth_block.hpp"
+#include "fixtures/block/synth_block.hpp"
 #include "kernels_under_test/registry.hpp"
 #include "reference/block.hpp"
 #include "reference/cuda/block.hpp"

@@ -8,7 +8,7 @@
 
 #include "fixtures/fixture.hpp"
 #include "fixtures/synth.hpp"
-#include "fixtures/synth_block.hpp"
+#include "fixtures/block/synth_block.hpp"
 
 namespace ts::test {
 

@@ -36,7 +36,8 @@ std::string tight_gate() {
 ts::DatasetWrite timing(const std::string& name, std::vector<double> ms) {
   ts::Tensor t({static_cast<int64_t>(ms.size())}, ts::DType::f64);
   t.data = std::move(ms);
-  return {"/timings/" + name, std::move(t), {{"clock", "device_events"}}};
+  // Both kernels timed interleaved in one run (python3 -m touchstone replay --kernel A --kernel B).
+  return {"/timings/" + name, std::move(t), {{"clock", "device_events"}, {"timing_run", "one-run"}}};
 }
 
 const ts::RuleOutcome* rule(const ts::CandidateVerdict& v, const std::string& id) {
@@ -94,8 +95,8 @@ TEST_CASE("sweep driver: stored kernels are rows, judged on their own /timings, 
     ts::append_datasets(f, {{"/outputs/fast/attention", out, ts::output_attrs("fast", {}, std::nullopt)},
                             {"/outputs/slow/attention", out, ts::output_attrs("slow", {}, std::nullopt)},
                             {"/outputs/untimed/attention", out, ts::output_attrs("untimed", {}, std::nullopt)},
-                            timing("fast", {1.0, 1.1, 0.9, 1.0, 1.05}),
-                            timing("slow", {3.0, 3.1, 2.9, 3.0, 3.05})});
+                            timing("fast", {1.0, 1.1, 0.9, 1.0, 1.05, 0.95, 1.0}),
+                            timing("slow", {3.0, 3.1, 2.9, 3.0, 3.05, 2.95, 3.0})});
   }
   ts::SweepOptions o = tiny_options("sparse_acceptance");
   o.taus = {3};
@@ -114,10 +115,10 @@ TEST_CASE("sweep driver: stored kernels are rows, judged on their own /timings, 
   CHECK(rule(fast, "faster")->status == ts::RuleStatus::pass);
   CHECK(fast.shown[0] == "stored");
   CHECK(fast.shown[1] == "-");
-  // A computed row against the stored baseline: one run is no sample.
+  // An emulated row against the stored baseline: an emulation's time is not a kernel's.
   REQUIRE(rule(routed, "faster"));
   CHECK(rule(routed, "faster")->status == ts::RuleStatus::missing);
-  CHECK(rule(routed, "faster")->message.find("not timed (--pairs 0)") != std::string::npos);
+  CHECK(rule(routed, "faster")->message.find("is an emulation") != std::string::npos);
   CHECK(routed.verdict != ts::Verdict::accept);
 
   // Named: an output without timings is a row too, and its speed is missing for that reason.
@@ -135,9 +136,14 @@ TEST_CASE("sweep driver: stored kernels are rows, judged on their own /timings, 
 
 TEST_CASE("sweep driver: --pairs times computed rows in pairs, as the gate does") {
   const std::string f = ts::test::synth_fixture("sweep_pairs", "tiny", false);
-  ts::SweepOptions o = tiny_options("sparse_acceptance");
+  // Emulations are timed only when the gate opts in (benchmarking touchstone itself).
+  const std::string g = ts::test::driver_scratch() + "/time_emulations.json";
+  std::ofstream(g) << R"({"schema": "touchstone.gate/1", "name": "timed", "time_emulations": true, "rules": [
+    {"id": "sage_like", "metric": "rel_l2", "max": 0.05},
+    {"id": "faster", "metric": "speedup", "min": 1.0, "confidence": 0.98}]})";
+  ts::SweepOptions o = tiny_options(g);
   o.taus = {3};
-  o.pairs = 3;
+  o.pairs = 8;
   o.warmup = 0;
   const ts::SweepResult r = ts::run_sweep(f, o);
   const auto& c = r.run->candidates.at(0);

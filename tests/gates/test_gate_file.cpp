@@ -35,7 +35,7 @@ TEST_CASE("the shipped gates are built in and parse") {
   CHECK(*g.rules[0].max == 0.05);
   CHECK(g.rules[1].is_speed());
   CHECK(*g.rules[1].min == 1.0);
-  CHECK(g.rules[1].confidence == 0.95);
+  CHECK(g.rules[1].confidence == 0.98);  // at most 1 % false "faster" per A/A pair (gates/README.md "Timing runs")
   // The built-in text is the file in the tree.
   const GateFile f = load_gate(std::string(TOUCHSTONE_SOURCE_DIR) + "/gates/sparse_acceptance.json");
   CHECK(f.to_json()["rules"] == g.to_json()["rules"]);

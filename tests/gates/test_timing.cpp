@@ -56,7 +56,7 @@ TEST_CASE("a noisy pair whose interval straddles 1.0 is INCONCLUSIVE") {
 // callable is preempted and its sample inflated, a sleeping one barely.
 void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
-TEST_CASE("paired timing: a clearly faster callable passes, in A B order with rotation") {
+TEST_CASE("paired timing: a clearly faster callable passes, in A B, B A order with rotation") {
   std::vector<int64_t> seen;
   std::vector<char> order;
   SteadyClockTimer timer;
@@ -78,7 +78,14 @@ TEST_CASE("paired timing: a clearly faster callable passes, in A B order with ro
   REQUIRE(s.baseline_ms.size() == 12);
   CHECK(seen.front() == -1);  // warm-up pair index
   CHECK(seen.back() == 11);
-  for (size_t i = 0; i < order.size(); ++i) CHECK(order[i] == (i % 2 ? 'B' : 'A'));
+  // Warm-up A B, then pairs alternating A B, B A: a position's advantage falls on each side in half the pairs.
+  REQUIRE(order.size() == 26);
+  CHECK(order[0] == 'A');
+  CHECK(order[1] == 'B');
+  for (size_t p = 0; p < 12; ++p) {
+    CHECK(order[2 + 2 * p] == (p % 2 ? 'B' : 'A'));
+    CHECK(order[3 + 2 * p] == (p % 2 ? 'A' : 'B'));
+  }
   const Interval iv = bootstrap_paired(s.ratios(), 0.95, 3);
   CHECK(iv.lower > 1.5);
   CHECK(judge(faster_gate(), speed_evidence(iv), "").verdict == Verdict::accept);

@@ -15,7 +15,7 @@
 #include "cli_runner.hpp"
 #include "fixtures/fixture.hpp"
 #include "fixtures/synth.hpp"
-#include "fixtures/synth_block.hpp"
+#include "fixtures/block/synth_block.hpp"
 #include "reference/attention_sage2.hpp"
 #include "reference/backend_params.hpp"
 #include "reference/block.hpp"
