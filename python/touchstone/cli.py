@@ -63,6 +63,9 @@ def _parser():
     r.add_argument("--reps", type=int, default=20, help="timed calls (default 20)")
     r.add_argument("--warmup", type=int, default=3)
     r.add_argument("--rotate", type=int, default=3, help="input copies cycled through while timing")
+    r.add_argument("--skip-failing", action="store_true",
+                   help="several kernels: leave out one that fails to build or in the first warm-up "
+                        "round (listed in the result) instead of failing the run")
     r.add_argument("--dump", action="store_true",
                    help="sageattn_<preset> kernels: also store their quantised intermediates")
     r.add_argument("--compress", action="store_true", help="shuffle + deflate the added datasets")
@@ -120,7 +123,8 @@ def _replay(a):
     one = len(ks) == 1
     r = replay.replay(a.fixture, ks[0] if one else ks,
                       name=(a.name[0] if one and a.name else a.name), device=a.device, reps=a.reps,
-                      warmup=a.warmup, rotate=a.rotate, dump=a.dump, compress=a.compress)
+                      warmup=a.warmup, rotate=a.rotate, dump=a.dump, compress=a.compress,
+                      skip_failing=a.skip_failing)
     print(replay.to_json(r) if a.json else replay.summary_line(r))
     return 0
 

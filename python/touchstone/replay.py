@@ -98,11 +98,14 @@ def _names(kernels_, name):
 
 
 def replay(fixture, kernel, *, name=None, device="auto", reps=20, warmup=3, rotate=3, dump=False,
-           compress=False, torch=None):
+           compress=False, torch=None, skip_failing=False):
     """Runs `kernel` (a kernels.Kernel, or a list of them: timed interleaved in one timing run)
     on the fixture, stores /outputs/<name>/attention and /timings/<name> for each (in one write)
     and returns a summary dict (for a list: {"timing_run", ..., "kernels": [one per kernel]}).
-    name: the output name (a list with a list of kernels; default each kernel's name)."""
+    name: the output name (a list with a list of kernels; default each kernel's name).
+    skip_failing (several kernels, warmup >= 1): a kernel that fails to build or in the first
+    warm-up round is left out of the timing run (result "skipped": {name: error}) instead of
+    failing the whole run; one failing later still fails it."""
     if torch is None:
         import torch
     several = isinstance(kernel, (list, tuple))
@@ -115,10 +118,21 @@ def replay(fixture, kernel, *, name=None, device="auto", reps=20, warmup=3, rota
         raise CaptureError(f"--dump needs sageattn_<preset> kernels, not {bad!r}")
     if reps < 1 or warmup < 0 or rotate < 1:
         raise CaptureError("--reps and --rotate must be >= 1, --warmup >= 0")
+    if skip_failing and warmup < 1:
+        raise CaptureError("--skip-failing needs --warmup >= 1 (a kernel is tried in warm-up)")
     dev = pick_device(device, torch)
     q, k, v, scale = load_qkv(fixture, torch)
     ctx = {"fixture": fixture, "device": dev}
-    fns = [kern.make(torch, ctx) for kern in ks]
+    skipped = {}
+    fns = []
+    for kern in ks:
+        try:
+            fns.append(kern.make(torch, ctx))
+        except (CaptureError, ImportError, RuntimeError) as e:
+            if not skip_failing:
+                raise
+            fns.append(None)
+            skipped[kern.name] = f"{type(e).__name__}: {e}"
     base = []
     for _ in range(rotate):
         base.append(tuple(t.to(dev).clone() for t in (q, k, v)))
@@ -135,6 +149,25 @@ def replay(fixture, kernel, *, name=None, device="auto", reps=20, warmup=3, rota
                 raise CaptureError(f"kernel {kern.name!r} raised {type(e).__name__}: {e}") from e
         return call
 
+    if skip_failing:
+        for j, (kern, fn) in enumerate(zip(ks, fns)):  # the first warm-up round, one by one
+            if fn is None:
+                continue
+            try:
+                prep = getattr(fn, "touchstone_prepare", None)
+                if prep is not None:
+                    prep(copies[kern.layout][0][0])
+                fn(*copies[kern.layout][j % rotate])
+                if dev == "cuda":
+                    torch.cuda.synchronize()
+            except Exception as e:  # noqa: BLE001 — reported in the result, the run goes on
+                skipped[kern.name] = f"{type(e).__name__}: {e}"
+                fns[j] = None
+        keep = [j for j, fn in enumerate(fns) if fn is not None]
+        if not keep:
+            raise CaptureError("every kernel failed: " + "; ".join(f"{n}: {e}" for n, e in skipped.items()))
+        ks, fns, names = [ks[j] for j in keep], [fns[j] for j in keep], [names[j] for j in keep]
+        warmup -= 1
     calls = [guarded(kern, fn) for kern, fn in zip(ks, fns)]
     inputs = [[copies[kern.layout][c] for kern in ks] for c in range(rotate)]
     try:
@@ -191,15 +224,16 @@ def replay(fixture, kernel, *, name=None, device="auto", reps=20, warmup=3, rota
     if not several:
         return results[0]
     return {"fixture": fixture, "timing_run": run_id, "device": device_name, "clock": clock,
-            "reps": reps, "warmup": warmup, "rotate": rotate, "round_order": names,
-            "kernels": results}
+            "reps": reps, "warmup": warmup + (1 if skip_failing else 0), "rotate": rotate,
+            "round_order": names, "kernels": results, "skipped": skipped}
 
 
 def summary_line(r):
     if "kernels" in r:
         head = (f"{r['fixture']}: timing run {r['timing_run']}: {len(r['kernels'])} kernels "
                 f"interleaved over {r['reps']} rounds ({r['clock']}, {r['device']})")
-        return "\n".join([head] + [_one_line(k) for k in r["kernels"]])
+        return "\n".join([head] + [_one_line(k) for k in r["kernels"]]
+                         + [f"  skipped {n}: {e}" for n, e in r.get("skipped", {}).items()])
     return _one_line(r)
 
 

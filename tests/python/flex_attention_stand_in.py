@@ -50,8 +50,14 @@ class BlockMask:
         return dense.to(torch.int32)
 
     def pairs(self, S, kv_len=None):
-        """bool [B, H, S, kv_len]: the (query, key) pairs attention takes."""
+        """bool [B, H, S, kv_len]: the (query, key) pairs attention takes (computed once)."""
         kv_len = kv_len or S
+        key = (S, kv_len)
+        if getattr(self, "_pairs_key", None) != key:
+            self._pairs, self._pairs_key = self._materialise(S, kv_len), key
+        return self._pairs
+
+    def _materialise(self, S, kv_len):
         bq, bk = self.BLOCK_SIZE
         partial = self._listed(self.kv_num_blocks.cpu(), self.kv_indices.cpu())
         full = (self._listed(self.full_kv_num_blocks.cpu(), self.full_kv_indices.cpu())

@@ -256,3 +256,40 @@ def test_a_routing_of_another_fixture_is_refused(routed, tmp_path):
         src.copy(f"outputs/{ROUTING}", dst, name=f"outputs/{ROUTING}")
     with pytest.raises(tsp.CaptureError, match="not the fixture's /config segments"):
         routing.read(other, ROUTING)
+
+
+def test_the_gpu_real_seed_table_script_on_the_cpu_with_stand_ins(ts, tmp_path):
+    """scripts/gpu-real-seed-table's whole chain (routing, one interleaved timing run, both
+    gates, the compensation sweep, the table) with the stand-ins on a small fixture."""
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(HERE))
+    fixture = _fixture(str(tmp_path / "in.h5"))
+    env = dict(os.environ, DEVICE="cpu", SOL_BACKEND="sol", EXACT="exact", TAUS="0.5,1.3", REPS="3",
+               WARMUP="1", ROTATE="1", DENSE="torch_exact_fp64 no_such_module:f",
+               OWN="sparge_topk:topk=0.5", FIXTURE=fixture, PRESET="segments",
+               SAGE_DIR=os.path.join(HERE, "sageattention_stand_in"), SPARGE_DIR=SPARGE_STAND_IN,
+               PYTHONPATH=HERE, TOUCHSTONE_FLEX_STAND_IN="flex_attention_stand_in",
+               PYTHON=sys.executable, WORK=str(tmp_path / "work"), OMP_NUM_THREADS="2")
+    r = subprocess.run([os.path.join(root, "scripts", "gpu-real-seed-table"), ts.exe],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and "no_such_module" in r.stderr  # a bad spec: exit 2, says which
+    env["DENSE"] = "torch_exact_fp64"
+    r = subprocess.run([os.path.join(root, "scripts", "gpu-real-seed-table"), ts.exe],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = tmp_path / "work"
+    table = json.loads((out / "real_seed_table.json").read_text())
+    names = [x["name"] for x in table["rows"]]
+    assert names[0] == "sageattn_sm90" and "flex_sol_tau1.3_bf16_nocomp" in names
+    assert {"sparge_sol_tau0.5_bf16_nocomp", "sparge_topk0.5", "torch_exact_fp64",
+            "sol_tau0.5_bf16_nocomp"} <= set(names)
+    rows = {x["name"]: x for x in table["rows"]}
+    assert rows["flex_sol_tau0.5_bf16_nocomp"]["rel_l2_vs_sol_nocomp"] < 3e-3
+    assert rows["sparge_topk0.5"]["speedup_ci"] is not None
+    assert rows["sparge_topk0.5"]["sparse_acceptance"] in ("ACCEPT", "REJECT", "INCONCLUSIVE")
+    assert len(table["compensation"]) == 2 and table["compensation"][0]["sparge_partial_blocks"] > 0
+    assert table["answer"].startswith(("No row", "Yes:"))
+    for ext in ("md", "html", "txt"):
+        assert table["answer"] in (out / f"real_seed_table.{ext}").read_text()
+    assert table["answer"] in r.stdout
