@@ -83,6 +83,8 @@ def build(a):
             density = route_stats[name]["density"]
         elif "pair_density" in info and name.startswith("flex_"):
             density = info["pair_density"]
+        elif "computed_pair_density" in info:
+            density = info["computed_pair_density"]
         elif "computed_block_density" in info:
             density = info["computed_block_density"]
         else:
@@ -102,6 +104,13 @@ def build(a):
         if r:
             row["tau"] = route_stats[r]["tau"]
         rows.append(row)
+    for r in routings:  # the emulation the real kernels execute: accuracy only, never timed
+        rows.append({"name": r, "kind": "sol emulation, compensation off",
+                     "density": route_stats[r]["density"], "median_ms": None, "speedup": None,
+                     "speedup_ci": None, "rel_l2_vs_sage": _rel_l2(a.fixture, r, a.baseline, torch),
+                     "rel_l2_vs_exact": _rel_l2(a.fixture, r, a.exact, torch),
+                     "rel_l2_vs_sol_nocomp": None, "sparse_acceptance": "—", "sage_compat": "—",
+                     "tau": route_stats[r]["tau"], "routing": r})
     comp = []
     on = {round(float(x["tau"]), 9): x for x in sweep.get("rows", []) if x.get("tau") is not None}
     by_name = {x["name"]: x for x in rows}
@@ -156,6 +165,8 @@ def _cell(row, key):
     v = row.get(key)
     if key == "speedup":
         ci = row.get("speedup_ci")
+        if row["kind"].startswith("sol emulation"):
+            return "— (emulation)"
         return "1" if row.get("speedup_ci") is None and v == 1.0 else (
             "missing" if v is None else f"{v:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else f"{v:.3f}")
     if key in ("sparse_acceptance", "sage_compat"):
@@ -167,6 +178,11 @@ def _cell(row, key):
     return "—" if v is None else str(v)
 
 
+DENSITY_NOTE = ("density: the fraction of (query, key) pairs a kernel computes (SpargeAttn's own "
+                "selection: its fraction of blocks); sol rows: the routed fraction of video "
+                "blocks, as the seed reports it.")
+
+
 def text(r):
     cells = [[h for _, h in COLUMNS]] + [[_cell(x, k) for k, _ in COLUMNS] for x in r["rows"]]
     w = [max(len(c[i]) for c in cells) for i in range(len(COLUMNS))]
@@ -176,6 +192,7 @@ def text(r):
         lines.append("  ".join(x.ljust(w[j]) for j, x in enumerate(c)).rstrip())
         if i == 0:
             lines.append("  ".join("-" * n for n in w))
+    lines.append(DENSITY_NOTE)
     lines.append("")
     lines.append("what compensation is worth (sol emulation, rel_l2 vs exact: on / off); the real "
                  "kernels vs sol with compensation off:")
@@ -205,6 +222,7 @@ def markdown(r):
            "|" + "---|" * len(COLUMNS)]
     for x in r["rows"]:
         out.append("| " + " | ".join(_cell(x, k).replace("|", "\\|") for k, _ in COLUMNS) + " |")
+    out += ["", DENSITY_NOTE]
     out += ["", "| tau | density | sol rel_l2 vs exact, compensation on | off | flex vs sol nocomp | "
                 "sparge vs sol nocomp | sparge blocks computed whole |", "|---|---|---|---|---|---|---|"]
     for c in r["compensation"]:
@@ -232,6 +250,7 @@ def page(r):
             f"<h1>All-real seed table</h1><p>{e(r['preset'])}, {e(r['device'])}, commit "
             f"{e(r['commit'])}, {e(r['date'])}; baseline {e(r['baseline'])}; one timing run "
             f"{e(r['timing_run'])} on {e(r['clock'])}</p><table><tr>{head}</tr>{body}</table>"
+            f"<p>{e(DENSITY_NOTE)}</p>"
             "<h2>What compensation is worth</h2><table><tr><th>tau</th><th>density</th>"
             "<th>sol vs exact, compensation on</th><th>off</th><th>flex vs sol nocomp</th>"
             f"<th>sparge vs sol nocomp</th><th>sparge blocks computed whole</th></tr>{comp}</table>"

@@ -159,6 +159,7 @@ def block_states(routing, gq, gk, torch, device="cpu"):
               "pairs_in_computed_blocks": int((area[None] * computed).sum().item())}
     counts["computed_block_density"] = (counts["full"] + counts["partial"]) / counts["grid_blocks"]
     counts["pair_density"] = counts["pairs_attended"] / (routing.heads * routing.tokens ** 2)
+    counts["computed_pair_density"] = counts["pairs_in_computed_blocks"] / (routing.heads * routing.tokens ** 2)
     return full, partial, counts
 
 

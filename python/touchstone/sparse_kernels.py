@@ -172,22 +172,42 @@ def flex_sol(p, torch, ctx):
     if stand_in:
         attend = flex.flex_attention
     else:
+        # Each routing's mask_mod is its own closure: dynamo compiles once per mask and guards on
+        # it, so a table of many routings must not hit the recompile limit (past it, flex runs
+        # eagerly and materialises S*S scores).
+        cfg = torch._dynamo.config
+        for key in ("recompile_limit", "cache_size_limit"):
+            if hasattr(cfg, key):
+                setattr(cfg, key, max(getattr(cfg, key), 64))
         if flex not in _COMPILED:
             _COMPILED[flex] = torch.compile(flex.flex_attention, dynamic=False)
         attend = _COMPILED[flex]
-    state = {}
+    state = {"kv_block": kv_block, "tried": False}
 
     def mask_for(q):
         if "bm" not in state:
-            state["bm"], state["counts"] = flex_block_mask(flex, r, kv_block, torch, q.device)
+            state["bm"], state["counts"] = flex_block_mask(flex, r, state["kv_block"], torch, q.device)
         return state["bm"]
 
     def fn(q, k, v, s):
-        return attend(q, k, v, block_mask=mask_for(q), scale=s)
+        try:
+            out = attend(q, k, v, block_mask=mask_for(q), scale=s)
+            state["tried"] = True
+            return out
+        except Exception as e:  # noqa: BLE001
+            # The kernel's key tile must divide the mask's key block; the pairs do not depend on
+            # the block (partial blocks go through mask_mod), so the first call may retry at 128.
+            if state["tried"] or p["kv_block"] or state["kv_block"] == 128:
+                raise
+            state["tried"], state["kv_block"], state["first_error"] = True, 128, f"{type(e).__name__}: {e}"[:300]
+            state.pop("bm", None)
+            return attend(q, k, v, block_mask=mask_for(q), scale=s)
 
     fn.touchstone_info = lambda q, k, v, s: dict(state["counts"], routing=r.name,
                                                  routing_grid=[r.block_q, r.block_k],
-                                                 compiled=not stand_in)
+                                                 kv_block=state["kv_block"], compiled=not stand_in,
+                                                 **({"kv_block_retry_after": state["first_error"]}
+                                                    if "first_error" in state else {}))
     fn.touchstone_versions = {"flex_attention": "stand-in" if stand_in else torch.__version__}
     fn.touchstone_prepare = mask_for
     return fn

@@ -290,6 +290,11 @@ def test_the_gpu_real_seed_table_script_on_the_cpu_with_stand_ins(ts, tmp_path):
     assert rows["sparge_topk0.5"]["sparse_acceptance"] in ("ACCEPT", "REJECT", "INCONCLUSIVE")
     assert len(table["compensation"]) == 2 and table["compensation"][0]["sparge_partial_blocks"] > 0
     assert table["answer"].startswith(("No row", "Yes:"))
+    sol_row = rows["sol_tau0.5_bf16_nocomp"]
+    assert sol_row["sparse_acceptance"] == "—" and sol_row["rel_l2_vs_exact"] > 0.05
+    c0 = table["compensation"][0]
+    assert c0["rel_l2_vs_exact_compensation_on"] < c0["rel_l2_vs_exact_compensation_off"]
+    assert c0["rel_l2_vs_exact_compensation_off"] == sol_row["rel_l2_vs_exact"]
     for ext in ("md", "html", "txt"):
         assert table["answer"] in (out / f"real_seed_table.{ext}").read_text()
     assert table["answer"] in r.stdout
