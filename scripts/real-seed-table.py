@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
@@ -54,6 +55,7 @@ def _fmt(x, nd=4):
 def build(a):
     import torch
 
+    table_t0 = time.time_ns()
     routings = a.routings.split()
     taus = a.taus.split(",")
     sa = _load(os.path.join(a.out, "gate_sparse_acceptance.json"))
@@ -134,11 +136,14 @@ def build(a):
     else:
         sentence = ("No row is both faster than the real Sage kernel and Sage-like: none is "
                     "ACCEPTed under sparse_acceptance.")
+    done = time.time_ns()
+    total_s = (done - a.start_ns) / 1e9
     steps = []
     with open(a.steps) as fh:
         for line in fh:
             name, ms, rc = line.rstrip("\n").split("\t")
             steps.append({"step": name, "wall_s": int(ms) / 1000, "exit": int(rc)})
+    table_s = (done - table_t0) / 1e9
     commit = os.environ.get("COMMIT", "")
     if not commit:
         try:
@@ -151,8 +156,8 @@ def build(a):
             "device": rep["device"], "clock": rep["clock"], "timing_run": rep["timing_run"],
             "reps": rep["reps"], "skipped": rep.get("skipped", {}), "baseline": a.baseline,
             "exact": a.exact, "rows": rows, "compensation": comp, "answer": sentence,
-            "wall_s": {"total": a.total_ms / 1000, "budget": a.budget_s,
-                       "meets": a.total_ms / 1000 <= a.budget_s, "steps": steps}}
+            "wall_s": {"total": total_s, "budget": a.budget_s, "meets": total_s <= a.budget_s,
+                       "steps": steps + [{"step": "table", "wall_s": table_s, "exit": 0}]}}
 
 
 COLUMNS = [("name", "kernel"), ("density", "density"), ("median_ms", "median ms"),
@@ -262,7 +267,7 @@ def main():
     for opt in ("--fixture", "--out", "--baseline", "--exact", "--routings", "--taus", "--steps",
                 "--preset", "--device"):
         p.add_argument(opt, required=True)
-    p.add_argument("--total-ms", type=int, required=True)
+    p.add_argument("--start-ns", type=int, required=True, help="the command's start (date +%%s%%N)")
     p.add_argument("--budget-s", type=float, default=120)
     a = p.parse_args()
     r = build(a)
