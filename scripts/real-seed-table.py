@@ -35,6 +35,8 @@ def _rel_l2(fixture, a, b, torch):
 
 def _kind(name, routings):
     for r in routings:
+        if "_bq64_bk128" in r and name == f"sparge_{r}":
+            return "SpargeAttn mask, sol routed on its sm90 grid", r
         if name == r:
             return "sol emulation, compensation off", r
         if name == f"flex_{r}":
@@ -57,6 +59,7 @@ def build(a):
 
     table_t0 = time.time_ns()
     routings = a.routings.split()
+    native = a.native.split()
     taus = a.taus.split(",")
     sa = _load(os.path.join(a.out, "gate_sparse_acceptance.json"))
     sc = _load(os.path.join(a.out, "gate_sage_compat.json"))
@@ -65,6 +68,9 @@ def build(a):
     route_stats = {}
     for tau, r in zip(taus, routings):
         j = _load(os.path.join(a.out, f"route_tau{tau}.json"))
+        route_stats[r] = {"tau": float(tau), "density": j["stats"].get("density")}
+    for tau, r in zip(taus, native):
+        j = _load(os.path.join(a.out, f"route64x128_tau{tau}.json"))
         route_stats[r] = {"tau": float(tau), "density": j["stats"].get("density")}
     sc_by = {c["candidate"]: c for c in sc["candidates"]}
     timed = {k["name"]: k for k in rep["kernels"]}
@@ -75,13 +81,13 @@ def build(a):
              "rel_l2_vs_sol_nocomp": None, "sparse_acceptance": "—", "sage_compat": "—"}]
     for c in sa["candidates"]:
         name = c["candidate"].split(":", 1)[1]
-        kind, r = _kind(name, routings)
+        kind, r = _kind(name, routings + native)
         d = c.get("details", {})
         speed = d.get("speed") or {}
         iv = speed.get("interval") or {}
         stored = json.loads(d.get("params", {}).get("stored_params", "{}") or "{}")
         info = stored.get("kernel_info", {})
-        if name in routings:
+        if name in routings + native:
             density = route_stats[name]["density"]
         elif "pair_density" in info and name.startswith("flex_"):
             density = info["pair_density"]
@@ -120,6 +126,8 @@ def build(a):
         off = by_name.get(r, {})
         x = on.get(round(float(tau), 9), {})
         flex, sparge = by_name.get(f"flex_{r}", {}), by_name.get(f"sparge_{r}", {})
+        nat = [n for n in native if route_stats[n]["tau"] == float(tau)]
+        sn = by_name.get(f"sparge_{nat[0]}", {}) if nat else {}
         comp.append({"tau": float(tau), "density": route_stats[r]["density"],
                      "rel_l2_vs_exact_compensation_on": x.get("rel_l2_vs_exact"),
                      "rel_l2_vs_exact_compensation_off": off.get("rel_l2_vs_exact"),
@@ -128,7 +136,9 @@ def build(a):
                      "flex_rel_l2_vs_sol_nocomp": flex.get("rel_l2_vs_sol_nocomp"),
                      "sparge_rel_l2_vs_sol_nocomp": sparge.get("rel_l2_vs_sol_nocomp"),
                      "sparge_partial_blocks": sparge.get("kernel_info", {}).get("partial"),
-                     "sparge_extra_pairs": sparge.get("kernel_info", {}).get("pairs_extra")})
+                     "sparge_extra_pairs": sparge.get("kernel_info", {}).get("pairs_extra"),
+                     "sparge_native_partial_blocks": sn.get("kernel_info", {}).get("partial"),
+                     "sparge_native_rel_l2_vs_sol_nocomp": sn.get("rel_l2_vs_sol_nocomp")})
     both = [x["name"] for x in rows[1:] if x["sparse_acceptance"] == "ACCEPT"]
     if both:
         sentence = (f"Yes: {', '.join(both)} {'is' if len(both) == 1 else 'are'} both faster than "
@@ -267,6 +277,7 @@ def main():
     for opt in ("--fixture", "--out", "--baseline", "--exact", "--routings", "--taus", "--steps",
                 "--preset", "--device"):
         p.add_argument(opt, required=True)
+    p.add_argument("--native", default="", help="routings on SpargeAttn's sm90 grid (SPARGE_NATIVE)")
     p.add_argument("--start-ns", type=int, required=True, help="the command's start (date +%%s%%N)")
     p.add_argument("--budget-s", type=float, default=120)
     a = p.parse_args()
