@@ -28,10 +28,19 @@ struct AttentionProblem {
 AttentionProblem make_attention_problem(const Tensor& q, const Tensor& k, const Tensor& v,
                                         const BlockConfig& config);
 
+// A dataset a backend asks to be stored beside its output (/outputs/<name>/<key>).
+struct ResultDataset {
+  Tensor tensor;
+  nlohmann::json attrs = nlohmann::json::object();
+};
+
 struct AttentionResult {
   Tensor out;                             // [S, H, D]; dtype = what the backend stores
   nlohmann::json stats = nlohmann::json::object();  // e.g. routed density per head
   std::map<std::string, Tensor> intermediates;      // for triage dumps (q int8 codes, ...)
+  // Evidence other tools read back (sol routing=on: "routing", what real sparse kernels
+  // execute; docs/fixture-format.md "/outputs/<name>/routing").
+  std::map<std::string, ResultDataset> datasets;
 };
 
 class AttentionBackend {

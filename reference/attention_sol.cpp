@@ -60,6 +60,7 @@ SolPrepared sol_prepare_inputs(const AttentionProblem& p, const SolConfig& c) {
   pr.S = p.q.S;
   pr.D = p.q.D;
   pr.QB = (pr.S + c.block_q - 1) / c.block_q;
+  pr.segments = p.segments;
   pr.blocks = sol_key_blocks(p.segments, c.block_k);
   for (size_t b = 0; b < pr.blocks.size(); ++b)
     if (pr.blocks[b].video) pr.video_block_ids.push_back(static_cast<int64_t>(b));
@@ -428,6 +429,39 @@ void sol_finish(const SolPrepared& pr, const SolConfig& c, AttentionResult& res)
     res.intermediates["routing_r"] = std::move(r);
     res.intermediates["video_blocks"] = std::move(vb);
   }
+  if (c.store_routing) res.datasets["routing"] = sol_routing_dataset(pr, c);
+}
+
+ResultDataset sol_routing_dataset(const SolPrepared& pr, const SolConfig& c) {
+  ResultDataset d;
+  d.tensor = Tensor({pr.H, pr.QB, pr.VB}, DType::u8);
+  for (size_t i = 0; i < pr.mask.size(); ++i) d.tensor.data[i] = pr.mask[i];
+  nlohmann::json segs = nlohmann::json::array();
+  for (const Segment& s : pr.segments)
+    segs.push_back({{"name", s.name}, {"kind", s.video ? "video" : "cond"}, {"start", s.start},
+                    {"length", s.length}});
+  std::vector<int64_t> starts, lengths;
+  for (int64_t id : pr.video_block_ids) {
+    starts.push_back(pr.blocks[id].start);
+    lengths.push_back(pr.blocks[id].length);
+  }
+  d.attrs = {{"format", "touchstone.sol_routing/1"},
+             {"block_q", c.block_q},
+             {"block_k", c.block_k},
+             {"tokens", pr.S},
+             {"heads", pr.H},
+             {"query_blocks", pr.QB},
+             {"video_blocks", pr.VB},
+             {"segments", segs.dump()},
+             {"compensation", c.compensation},
+             {"params", sol_params(c).dump()}};
+  // The video blocks follow from segments and block_k; stored too where they fit an
+  // attribute (HDF5's 64 KiB), so a reader checks its derivation instead of trusting it.
+  if (pr.VB <= 4096) {
+    d.attrs["video_block_start"] = starts;
+    d.attrs["video_block_length"] = lengths;
+  }
+  return d;
 }
 
 nlohmann::json sol_params(const SolConfig& c) {
@@ -482,6 +516,7 @@ SolConfig sol_config_from(BackendParams& p, std::string* out_name) {
                                     : SolPrecision::int8_qk_pv;
   c.round_out = p.get_bool("round_out", true);
   c.dump = p.get_bool("dump", false);
+  c.store_routing = p.get_bool("routing", false);
 
   std::string name = "sol_";
   switch (c.selector) {

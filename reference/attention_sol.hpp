@@ -26,6 +26,7 @@ struct SolConfig {
   SolPrecision precision = SolPrecision::bf16;
   bool round_out = true;  // bf16 output; off keeps float32 (tests)
   bool dump = false;      // intermediates: route_mask, routing_r, video_blocks
+  bool store_routing = false;  // res.datasets["routing"] (sol_routing_dataset)
 };
 
 const char* sol_precision_name(SolPrecision p);
@@ -50,6 +51,7 @@ std::vector<uint8_t> sol_route(const std::vector<double>& r, const SolConfig& cf
 // with the same decisions.
 struct SolPrepared {
   int64_t H = 0, S = 0, D = 0, QB = 0, VB = 0;
+  std::vector<Segment> segments;
   std::vector<SolKeyBlock> blocks;
   std::vector<int64_t> video_block_ids;  // index into blocks of each video block
   sage2::HeadMajor q, k, v;
@@ -81,6 +83,10 @@ float sol_log_block_length(const SolPrepared& pr, int64_t j);
 // res.stats (density, density_per_head, video_blocks, query_blocks) and, when
 // cfg.dump, res.intermediates, from the routing.
 void sol_finish(const SolPrepared& pr, const SolConfig& cfg, AttentionResult& res);
+// The routing decisions as a dataset for /outputs/<name>/routing: uint8 [H, QB, VB], 1 where
+// query block i of head h attends video key block j, with the block geometry and the
+// segments as attributes (docs/fixture-format.md); real sparse kernels replay it.
+ResultDataset sol_routing_dataset(const SolPrepared& pr, const SolConfig& cfg);
 // The full parameter set, for the outputs' `params` attribute.
 nlohmann::json sol_params(const SolConfig& cfg);
 // The knobs of kind "sol" (without params.finish()); name: the output name.
@@ -93,7 +99,7 @@ SolConfig sol_config_from(BackendParams& params, std::string* name);
 AttentionResult sol_attention(const AttentionProblem& problem, const SolConfig& cfg);
 
 // kind "sol": tau, block_q, block_k, selector, topk, cdf, compensation,
-// precision, round_out, dump.
+// precision, round_out, dump, routing.
 std::unique_ptr<AttentionBackend> make_sol_backend(BackendParams& p);
 
 }  // namespace ts

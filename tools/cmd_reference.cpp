@@ -21,7 +21,7 @@ struct Opts {
   std::string fixture, backend = "exact", preset, precision, recipe = "te", linear = "fp64";
   std::string attention = "exact", block_backend = "block";
   double tau = 0;
-  bool have_tau = false, dump = false, block = false, allow_nonfinite = false;
+  bool have_tau = false, dump = false, block = false, allow_nonfinite = false, store_routing = false;
   ts::cli::ReportTarget json;
   std::vector<std::string> knobs;
 };
@@ -38,6 +38,7 @@ std::string build_spec(const Opts& o) {
     kv.push_back(buf);
   }
   if (o.dump) kv.push_back("dump=on");
+  if (o.store_routing) kv.push_back("routing=on");
   for (const auto& k : o.knobs) {
     if (k.find('=') == std::string::npos)
       throw ts::InputError("knob '" + k + "' is not key=value");
@@ -58,6 +59,8 @@ int run(const Opts& o) {
     return ts::kPass;
   }
   const std::string spec = build_spec(o);
+  if (o.store_routing && spec.rfind("sol", 0) != 0)
+    throw ts::InputError("--store-routing: only the sol family routes (backend sol or sol_cuda, not '" + o.backend + "')");
   ts::require_device_for(spec);
   ts::LoadOptions lo;
   lo.allow_nonfinite = o.allow_nonfinite;
@@ -84,6 +87,11 @@ int run(const Opts& o) {
     }
     writes.push_back({group + "/intermediates/" + key, t, attrs});
   }
+  for (auto& [key, d] : r.datasets) {
+    nlohmann::json attrs = ts::output_attrs(backend->name(), backend->params(), std::nullopt);
+    for (auto it = d.attrs.begin(); it != d.attrs.end(); ++it) attrs[it.key()] = it.value();
+    writes.push_back({group + "/" + key, d.tensor, attrs});
+  }
   ts::append_datasets(o.fixture, writes);
   if (o.json.on()) {
     nlohmann::json j = {{"fixture", o.fixture},      {"backend", backend->name()},
@@ -91,6 +99,8 @@ int run(const Opts& o) {
                         {"dataset", group + "/attention"}, {"wall_ms", ms},
                         {"stats", r.stats},          {"intermediates", nlohmann::json::array()}};
     for (auto& [key, t] : r.intermediates) j["intermediates"].push_back(group + "/intermediates/" + key);
+    j["datasets"] = nlohmann::json::array();
+    for (auto& [key, d] : r.datasets) j["datasets"].push_back(group + "/" + key);
     o.json.emit(j.dump(2) + "\n");
   }
   if (!o.json.to_stdout()) {
@@ -101,6 +111,8 @@ int run(const Opts& o) {
     for (auto& [key, t] : r.intermediates)
       std::printf("  intermediate %s/intermediates/%s %s\n", group.c_str(), key.c_str(),
                   t.shape_string().c_str());
+    for (auto& [key, d] : r.datasets)
+      std::printf("  %s %s/%s %s\n", key.c_str(), group.c_str(), key.c_str(), d.tensor.shape_string().c_str());
   }
   return ts::kPass;
 }
@@ -123,6 +135,10 @@ ts::cli::Registration reg{
         o->have_tau = true;
       });
       app.add_flag("--dump", o->dump, "store the backend's intermediates for triage");
+      app.add_flag("--store-routing", o->store_routing,
+                   "sol, sol_cuda: store the routing decisions as /outputs/<name>/routing (uint8 [H, query "
+                   "blocks, video blocks]; what python3 -m touchstone replay's flex_sol and sparge_sol "
+                   "execute)");
       app.add_flag("--block", o->block, "run the whole block stage by stage");
       app.add_option("--linear", o->linear, "block linear mode: fp64 | bf16 | nvfp4")
           ->capture_default_str();

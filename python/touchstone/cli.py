@@ -12,8 +12,12 @@ PROG = "python3 -m touchstone"
 
 
 def _kernel_list():
+    import textwrap
+
     width = max(map(len, kernels.BUILTIN))
-    return "\n".join(f"  {name:{width}}  {doc}" for name, doc in kernels.BUILTIN.items())
+    return "\n".join(textwrap.fill(doc, 100, initial_indent=f"  {name:{width}}  ",
+                                    subsequent_indent=" " * (width + 4))
+                      for name, doc in kernels.BUILTIN.items())
 
 
 def _parser():
@@ -24,22 +28,34 @@ def _parser():
 
     r = sub.add_parser(
         "replay", formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="run a kernel on a fixture's q, k, v; store its output and timings",
-        description="Runs a kernel on the fixture's q, k, v and stores its output as "
+        help="run kernels on a fixture's q, k, v; store their outputs and timings",
+        description="Runs kernels on the fixture's q, k, v and stores each one's output as "
                     "/outputs/NAME/attention and its timing samples as /timings/NAME (attribute "
                     "clock: device_events on a GPU, host_steady on the CPU), so that\n"
                     "  touchstone gate --gate G --fixture F --baseline B --candidate stored:NAME\n"
-                    "judges it.",
+                    "judges it. Several --kernel are timed interleaved in ONE timing run (warm-up "
+                    "rounds, then\n--reps rounds K1 K2 ... Kn, inputs rotated): their /timings "
+                    "share the attribute timing_run\nand carry device and round_order, so the "
+                    "gate pairs them by round.",
         epilog="KERNEL is a built-in name or module:function (module importable, or a path to "
                "a .py file).\nA user kernel is f(q, k, v, softmax_scale) -> out: q, k, v torch "
                "tensors of one sequence\n(batch 1) in --layout (BHSD [1, H, S, D] or BSHD "
                "[1, S, H, D]), in the fixture's element type\n(bfloat16 for captured fixtures), "
                "on the replay device; non-causal attention over the whole\nsequence; out in the "
                "same layout and shape as q (stored in the fixture's element type).\n\n"
-               "built-in kernels (layout BHSD):\n" + _kernel_list())
+               "built-in kernels (layout BHSD):\n" + _kernel_list() + "\n\n"
+               "parameters (KERNEL as name:key=value,...; output name from them, e.g. "
+               "sparge_topk0.5,\nflex_<routing>, sparge_<routing>):\n" + kernels.params_help()
+               + "\n\nexample:\n  touchstone reference f.h5 --backend sol --tau 1.3 "
+               "compensation=off --store-routing\n  " + PROG + " replay f.h5 --kernel "
+               "sageattn_sm90 --kernel flex_sol:routing=sol_tau1.3_bf16_nocomp \\\n"
+               "      --kernel sparge_sol:routing=sol_tau1.3_bf16_nocomp --kernel "
+               "sparge_topk:topk=0.5 --reps 10")
     r.add_argument("fixture")
-    r.add_argument("--kernel", required=True, metavar="KERNEL")
-    r.add_argument("--name", help="output name (default: the kernel's)")
+    r.add_argument("--kernel", required=True, metavar="KERNEL", action="append",
+                   help="repeatable: several are timed interleaved in one timing run")
+    r.add_argument("--name", action="append",
+                   help="output name (default: the kernel's); with several --kernel, one each")
     r.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),
                    help="auto: cuda where a device is, else cpu")
     r.add_argument("--layout", default=None, choices=("BHSD", "BSHD"),
@@ -47,6 +63,9 @@ def _parser():
     r.add_argument("--reps", type=int, default=20, help="timed calls (default 20)")
     r.add_argument("--warmup", type=int, default=3)
     r.add_argument("--rotate", type=int, default=3, help="input copies cycled through while timing")
+    r.add_argument("--skip-failing", action="store_true",
+                   help="several kernels: leave out one that fails to build or in the first warm-up "
+                        "round (listed in the result) instead of failing the run")
     r.add_argument("--dump", action="store_true",
                    help="sageattn_<preset> kernels: also store their quantised intermediates")
     r.add_argument("--compress", action="store_true", help="shuffle + deflate the added datasets")
@@ -95,13 +114,17 @@ def _parser():
 
 
 def _replay(a):
-    kernel = kernels.resolve(a.kernel, a.layout)  # a bad name is reported before any device check
+    # bad names and parameters are reported before any device check
+    ks = [kernels.resolve(spec, a.layout) for spec in a.kernel]
     if not os.path.isfile(a.fixture):
         raise CaptureError(f"{a.fixture}: no such fixture file")
     from . import replay
 
-    r = replay.replay(a.fixture, kernel, name=a.name, device=a.device, reps=a.reps,
-                      warmup=a.warmup, rotate=a.rotate, dump=a.dump, compress=a.compress)
+    one = len(ks) == 1
+    r = replay.replay(a.fixture, ks[0] if one else ks,
+                      name=(a.name[0] if one and a.name else a.name), device=a.device, reps=a.reps,
+                      warmup=a.warmup, rotate=a.rotate, dump=a.dump, compress=a.compress,
+                      skip_failing=a.skip_failing)
     print(replay.to_json(r) if a.json else replay.summary_line(r))
     return 0
 

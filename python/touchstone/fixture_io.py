@@ -246,7 +246,7 @@ def _timings(timings_ms, clock):
 
 
 def add_output(fixture, name, tensor, timings_ms=None, clock=None, *, params=None,
-               layout="SHD", batch=0, intermediates=None, compress=False):
+               layout="SHD", batch=0, intermediates=None, compress=False, timing_attrs=None):
     """Stores a kernel's attention output as /outputs/<name>/attention, in the fixture's storage
     dtype (that of /attention/q), with the schema's attributes (backend, params,
     touchstone_version, created_at, wall_ms = median of the timings), and its timing samples as
@@ -258,14 +258,38 @@ def add_output(fixture, name, tensor, timings_ms=None, clock=None, *, params=Non
     judges it. tensor: [S, H, D], or `layout` "BSHD"/"BHSD" (sequence `batch`).
     intermediates: {key: array or (array, dtype attribute)} stored under
     /outputs/<name>/intermediates/ (quantised keys "*_int8"/"*_fp8" name their "*_scale").
+    timing_attrs: further attributes of /timings/<name> (timing_run, device, round_order: the
+    timing-sample format, docs/python.md "Interleaved replay").
     compress: shuffle + deflate the added datasets (what a fixture committed to a repository
     wants). An earlier output of the same name is replaced; every other dataset is kept."""
-    _check_name(name)
-    t = _timings(timings_ms, clock) if timings_ms is not None else None
-    if t is None and clock is not None:
-        raise CaptureError("clock given without timings_ms")
-    out = layouts.to_shd(tensor, layout, batch, f"/outputs/{name}/attention")
-    params = params if isinstance(params, str) else json.dumps(params or {})
+    add_outputs(fixture, [dict(name=name, tensor=tensor, timings_ms=timings_ms, clock=clock,
+                               params=params, layout=layout, batch=batch,
+                               intermediates=intermediates, timing_attrs=timing_attrs)],
+                compress=compress)
+
+
+def add_outputs(fixture, entries, *, compress=False):
+    """add_output for several outputs in one write: all are stored or none (the kernels of one
+    interleaved timing run, whose samples pair by index). entries: dicts of add_output's
+    arguments (name, tensor, timings_ms, clock, params, layout, batch, intermediates,
+    timing_attrs); every entry is checked before the fixture is touched."""
+    prepared, names = [], set()
+    for e in entries:
+        name = e["name"]
+        _check_name(name)
+        if name in names:
+            raise CaptureError(f"output name {name!r} given twice in one write")
+        names.add(name)
+        clock = e.get("clock")
+        t = _timings(e["timings_ms"], clock) if e.get("timings_ms") is not None else None
+        if t is None and clock is not None:
+            raise CaptureError("clock given without timings_ms")
+        out = layouts.to_shd(e["tensor"], e.get("layout", "SHD"), e.get("batch", 0),
+                             f"/outputs/{name}/attention")
+        params = e.get("params")
+        params = params if isinstance(params, str) else json.dumps(params or {})
+        prepared.append((name, out, t, clock, params, e.get("intermediates"),
+                         e.get("timing_attrs") or {}))
     if not os.path.isfile(fixture):
         raise CaptureError(f"{fixture}: no such fixture file")
     with writer_lock(fixture):
@@ -274,31 +298,41 @@ def add_output(fixture, name, tensor, timings_ms=None, clock=None, *, params=Non
                 shape, kind = _fixture_geometry(src, fixture)
         except OSError as e:
             raise CaptureError(f"{fixture}: /: not readable as HDF5 ({e})")
-        _shape_check(f"{fixture}: /outputs/{name}/attention", out, shape)
-        stored = storage.cast_like(out, kind if kind in ("bfloat16", "float16", "float32",
-                                                         "float64") else "float32")
-        attrs = {"backend": name, "params": params, "touchstone_version": VERSION,
-                 "created_at": _now()}
-        if t is not None:
-            attrs["wall_ms"] = float(np.median(t))
+        stored_all = []
+        for name, out, t, clock, params, inter, tattrs in prepared:
+            _shape_check(f"{fixture}: /outputs/{name}/attention", out, shape)
+            stored_all.append(storage.cast_like(out, kind if kind in (
+                "bfloat16", "float16", "float32", "float64") else "float32"))
+        skip = {p for name in names for p in (f"/outputs/{name}", f"/timings/{name}")}
         with _temp_beside(fixture) as tmp:
             with h5py.File(fixture, "r") as src, h5py.File(tmp, "w-") as dst:
-                _copy_except(src, dst, {f"/outputs/{name}", f"/timings/{name}"})
-                _write(dst, f"/outputs/{name}/attention", None, compress, stored=stored, attrs=attrs)
-                for key, item in (intermediates or {}).items():
-                    arr, tag = item if isinstance(item, tuple) else (item, None)
-                    a = dict(attrs)
-                    a.pop("wall_ms", None)
-                    if key.endswith(("_int8", "_fp8")):
-                        a["scale"] = f"/outputs/{name}/intermediates/{key.rsplit('_', 1)[0]}_scale"
-                        a["codes"] = "int8" if key.endswith("_int8") else "float8_e4m3fn"
-                    ds = _write(dst, f"/outputs/{name}/intermediates/{key}", arr,
-                                compress and np.size(arr) > 1024, tag == "bfloat16", a)
-                    if tag and tag != "bfloat16":
-                        ds.attrs["dtype"] = tag
-                if t is not None:
-                    ds = dst.create_dataset(f"/timings/{name}", data=t)
-                    ds.attrs["clock"] = clock
+                _copy_except(src, dst, skip)
+                for (name, _, t, clock, params, inter, tattrs), stored in zip(prepared, stored_all):
+                    _write_one(dst, name, stored, t, clock, params, inter, tattrs, compress)
+
+
+def _write_one(dst, name, stored, t, clock, params, intermediates, timing_attrs, compress):
+    attrs = {"backend": name, "params": params, "touchstone_version": VERSION,
+             "created_at": _now()}
+    if t is not None:
+        attrs["wall_ms"] = float(np.median(t))
+    _write(dst, f"/outputs/{name}/attention", None, compress, stored=stored, attrs=attrs)
+    for key, item in (intermediates or {}).items():
+        arr, tag = item if isinstance(item, tuple) else (item, None)
+        a = dict(attrs)
+        a.pop("wall_ms", None)
+        if key.endswith(("_int8", "_fp8")):
+            a["scale"] = f"/outputs/{name}/intermediates/{key.rsplit('_', 1)[0]}_scale"
+            a["codes"] = "int8" if key.endswith("_int8") else "float8_e4m3fn"
+        ds = _write(dst, f"/outputs/{name}/intermediates/{key}", arr,
+                    compress and np.size(arr) > 1024, tag == "bfloat16", a)
+        if tag and tag != "bfloat16":
+            ds.attrs["dtype"] = tag
+    if t is not None:
+        ds = dst.create_dataset(f"/timings/{name}", data=t)
+        ds.attrs["clock"] = clock
+        for key, value in timing_attrs.items():
+            ds.attrs[key] = np.int64(value) if isinstance(value, (int, np.integer)) else value
 
 
 def _copy_except(src, dst, skip):
@@ -382,9 +416,18 @@ def read_tensor(path, dataset, torch=None):
 
 
 def read_timings(path, name):
-    """(samples in ms, clock or None) of /timings/<name>."""
+    """(samples in ms, clock or None) of /timings/<name> (timing_attrs() has the rest)."""
     with h5py.File(path, "r") as f:
         ds = f.get(f"timings/{name}")
         if ds is None:
             raise CaptureError(f"{path}: /timings/{name}: no such dataset")
         return ds[()], _plain(ds.attrs["clock"]) if "clock" in ds.attrs else None
+
+
+def timing_attrs(path, name):
+    """Every attribute of /timings/<name> (clock, timing_run, device, round_order, ...)."""
+    with h5py.File(path, "r") as f:
+        ds = f.get(f"timings/{name}")
+        if ds is None:
+            raise CaptureError(f"{path}: /timings/{name}: no such dataset")
+        return {k: _plain(v) for k, v in ds.attrs.items()}

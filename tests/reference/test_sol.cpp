@@ -288,3 +288,27 @@ TEST_CASE("sol gives the same bits at 1 and 2 threads; factory names") {
   REQUIRE_THROWS_AS(make("sol:topk=0"), InputError);
   REQUIRE_THROWS_AS(make("sol:block_k=0"), InputError);
 }
+
+TEST_CASE("sol routing=on stores its mask with the geometry a real kernel needs") {
+  const auto in = make_inputs(200, 2, 16, 15, mixed_segments());
+  const auto with = run_sol(in, "sol:tau=0.5,routing=on,dump=on,compensation=off");
+  const auto without = run_sol(in, "sol:tau=0.5,compensation=off");
+  CHECK(without.datasets.empty());
+  REQUIRE(with.datasets.count("routing") == 1);
+  const ResultDataset& d = with.datasets.at("routing");
+  CHECK(d.tensor.dtype == DType::u8);
+  CHECK(d.tensor.shape == std::vector<int64_t>{2, 2, 4});  // H, ceil(200/128), video blocks
+  CHECK(d.tensor.data == with.intermediates.at("route_mask").data);
+  CHECK(d.attrs["format"] == "touchstone.sol_routing/1");
+  CHECK(d.attrs["block_q"] == 128);
+  CHECK(d.attrs["block_k"] == 64);
+  CHECK(d.attrs["tokens"] == 200);
+  CHECK(d.attrs["video_block_start"] == nlohmann::json::array({0, 64, 120, 184}));
+  CHECK(d.attrs["video_block_length"] == nlohmann::json::array({64, 36, 64, 6}));
+  const auto segs = nlohmann::json::parse(d.attrs["segments"].get<std::string>());
+  REQUIRE(segs.size() == 4);
+  CHECK(segs[1] == nlohmann::json({{"name", "text"}, {"kind", "cond"}, {"start", 100}, {"length", 20}}));
+  CHECK(d.attrs["compensation"] == false);
+  // the routing does not change the arithmetic or the output's name
+  CHECK(with.out.data == without.out.data);
+}
