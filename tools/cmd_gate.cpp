@@ -12,6 +12,7 @@
 #include "gates/report.hpp"
 #include "gates/verdict.hpp"
 #include "tools/command.hpp"
+#include "tools/record_option.hpp"
 #include "drivers/gate_on_fixture.hpp"
 
 namespace cmd_gate {
@@ -25,6 +26,7 @@ struct Opts {
   ts::cli::ReportTarget json, junit, markdown, html;
   std::string exact = "auto";
   bool allow_nonfinite = false, allow_slow = false;
+  ts::cli::RecordTarget record;
 };
 
 ts::GateRun run_measurements(const ts::GateFile& gate, const std::string& baseline_spec, const Opts& o) {
@@ -81,7 +83,9 @@ int run(const Opts& o) {
   if (to_stdout > 1) throw ts::InputError("at most one of --json/--junit/--markdown/--html may go to stdout (-)");
   if (!o.measurements.empty() && (o.exact != "auto" || o.allow_slow))
     throw ts::InputError("--exact and --allow-slow apply to --fixture runs");
+  o.record.prepare("gate");
   const ts::GateRun r = o.fixture.empty() ? run_measurements(gate, baseline, o) : run_fixture(gate, baseline, o);
+  o.record.record(r);
   // Only the reports asked for are rendered: each costs time on large gates.
   if (o.json.on()) o.json.emit(ts::render_json(r));
   if (o.junit.on()) o.junit.emit(ts::render_junit(r));
@@ -132,6 +136,7 @@ ts::cli::Registration reg{
       ts::cli::add_report_option(app, "--html", o->html,
                                  "write a self-contained HTML page: verdicts, rules tables, figures against bounds as SVG plots");
       app.add_flag("--allow-nonfinite", o->allow_nonfinite, "accept NaN/Inf in the fixture's inputs");
+      ts::cli::add_record_options(app, o->record);
       ts::cli::set_example(app, "touchstone gate --gate sage_compat --fixture f.h5 --candidate stored:my_kernel --junit gate.xml");
       return [o] { return run(*o); };
     }};
