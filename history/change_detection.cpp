@@ -59,7 +59,9 @@ Detection detect_changes(const std::vector<double>& y, const std::vector<std::op
   std::vector<size_t> from(n + 1, 0);
   best[0] = -d.penalty;
   for (size_t i = 0; i < n; ++i) {
-    double sw = 0, mean = 0, m2 = 0;
+    // Starting at the segment's first value: a run of equal figures costs exactly 0, where a
+    // start at 0 would leave rounding of the mean that a weight of 1e18 makes a false step.
+    double sw = 0, mean = y[i], m2 = 0;
     for (size_t j = i; j < n; ++j) {
       const double nw = sw + w[j], dv = y[j] - mean;
       mean += dv * w[j] / nw;

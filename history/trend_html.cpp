@@ -117,12 +117,15 @@ std::string plot(const Series& s) {
   o << "<text class=\"note\" x=\"" << c((x0 + x1) / 2) << "\" y=\"" << c(ybot + 36)
     << "\" text-anchor=\"middle\">record order (commit)</text>\n";
   for (const auto& [value, label] : bounds) {
-    const bool in = ax.inside(value);
     const double y = ax.y(value);
-    o << "<line class=\"bound\" x1=\"" << c(x0) << "\" y1=\"" << c(y) << "\" x2=\"" << c(x1) << "\" y2=\"" << c(y)
-      << "\"><title>bound " << markup_escape(label) << "</title></line><text class=\"boundlabel\" x=\"" << c(x1 - 2)
-      << "\" y=\"" << c(y + (value > ax.hi ? 12 : -4)) << "\" text-anchor=\"end\">bound " << markup_escape(label)
-      << (in ? "" : value > ax.hi ? " (above the plot)" : " (below the plot)") << "</text>\n";
+    // Off the axis, a line at the edge would read as a bound at the edge's value: only the label.
+    if (ax.inside(value))
+      o << "<line class=\"bound\" x1=\"" << c(x0) << "\" y1=\"" << c(y) << "\" x2=\"" << c(x1) << "\" y2=\""
+        << c(y) << "\"><title>bound " << markup_escape(label) << "</title></line>";
+    o << "<text class=\"boundlabel\" x=\"" << c(x1 - 2) << "\" y=\"" << c(y + (value > ax.hi ? 12 : -4))
+      << "\" text-anchor=\"end\">" << (ax.inside(value) ? "" : value > ax.hi ? "&#9650; " : "&#9660; ") << "bound "
+      << markup_escape(label) << (ax.inside(value) ? "" : value > ax.hi ? " (above the plot)" : " (below the plot)")
+      << "</text>\n";
   }
   for (const Segment& g : s.detection.segments)
     o << "<line class=\"level\" x1=\"" << c(X(static_cast<double>(g.begin) - 0.5)) << "\" y1=\"" << c(ax.y(g.level))
