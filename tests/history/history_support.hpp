@@ -36,14 +36,15 @@ inline GateFile steps_gate() {
 }
 
 // One run of the candidate: its rel_l2 (deterministic) and `pairs` timed pairs, the candidate's
-// time `cand_ms` and the baseline's 12 ms, each sample and each run's level with `noise` relative
-// noise; the speedup interval is the gate's own bootstrap of the paired ratios.
+// time `cand_ms` against the baseline's 12 ms, with `noise` relative noise on every sample and on
+// the candidate's level from run to run; the speedup interval is the gate's own bootstrap of the
+// paired ratios.
 inline GateRun synthetic_run(const GateFile& gate, const std::string& candidate, double rel_l2, double cand_ms,
                              double noise, Noise& rng, uint64_t seed, int pairs = 15) {
   Evidence ev;
   ev.candidate = candidate;
   ev.vs_baseline["attention"] = {{"rel_l2", rel_l2}, {"nonfinite", 0.0}, {"zero_fraction", 0.0}, {"zero_fraction_ref", 0.0}};
-  const double cand_level = cand_ms * (1 + noise * rng.normal()), base_level = 12 * (1 + noise * rng.normal());
+  const double cand_level = cand_ms * (1 + noise * rng.normal()), base_level = 12;
   std::vector<double> ratios, cand, base;
   for (int i = 0; i < pairs; ++i) {
     cand.push_back(cand_level * (1 + noise * rng.normal()));
