@@ -173,7 +173,7 @@ TEST_CASE("twenty concurrent gate --record processes keep all twenty rows", "[hi
   const std::string rcs = ts::test::scratch_dir() + "/rcs";
   std::filesystem::remove_all(rcs);
   std::filesystem::create_directories(rcs);
-  std::string script = "for i in $(seq 1 20); do (TOUCHSTONE_NO_PROGRESS=1 \"" + std::string(TOUCHSTONE_CLI) +
+  std::string script = "for i in $(seq 1 20); do (OMP_NUM_THREADS=1 TOUCHSTONE_NO_PROGRESS=1 \"" + std::string(TOUCHSTONE_CLI) +
                        "\" gate --gate " + accuracy_gate() + " --fixture " + tiny_fixture() +
                        " --candidate sol:tau=1.3 --record " + db + " --commit w$i >/dev/null 2>" + rcs +
                        "/err$i; echo $? >" + rcs + "/rc$i) & done; wait";
