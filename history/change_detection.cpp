@@ -54,6 +54,7 @@ Detection detect_changes(const std::vector<double>& y, const std::vector<std::op
   // Optimal partitioning: best[j] = min over i < j of best[i] + cost(i, j) + penalty, where
   // cost is the weighted squared deviation from the segment's weighted mean, accumulated by
   // West's update (stable where prefix sums of huge weights would cancel).
+  const size_t min_len = d.deterministic && d.scatter == 0 ? 1 : std::max<size_t>(1, o.min_noisy_segment);
   d.penalty = o.penalty_per_log_n * std::log(static_cast<double>(std::max<size_t>(n, 2)));
   std::vector<double> best(n + 1, std::numeric_limits<double>::infinity());
   std::vector<size_t> from(n + 1, 0);
@@ -67,6 +68,10 @@ Detection detect_changes(const std::vector<double>& y, const std::vector<std::op
       mean += dv * w[j] / nw;
       m2 += w[j] * dv * (y[j] - mean);
       sw = nw;
+      // A noisy series' single record between two others is an outlier, not a level: it makes
+      // no segment of its own (two false changes, the second a "regression" back to normal),
+      // except as the latest record, which may be the start of a new level.
+      if (j + 1 - i < min_len && j + 1 != n) continue;
       const double c = best[i] + m2 + d.penalty;
       if (c < best[j + 1]) {
         best[j + 1] = c;

@@ -15,6 +15,9 @@ struct DetectOptions {
   double penalty_per_log_n = 6;  // the cost of one change: this x ln(n), in chi-square units
   double relative_floor = 1e-9;  // the smallest uncertainty, relative to the series' largest |value|
   size_t min_points_for_scatter = 6;  // fewer points: no scatter estimate (too few differences)
+  // Records a level of a noisy series spans at least, but for the latest (an outlier is not a
+  // level); an exact series' single changed record is a change.
+  size_t min_noisy_segment = 2;
 };
 
 // Which way a change is worse, from the rule's bound: "up" (an upper bound), "down" (a lower
