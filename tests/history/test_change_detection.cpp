@@ -131,6 +131,12 @@ TEST_CASE("history --json: 40 runs, rel_l2 +3 % at run 25 and time +10 % at run 
   const auto only = nlohmann::json::parse(ts::test::run_cli("history " + db + " --metric rel_l2 --json").out);
   CHECK(only["series"].size() == 1);
   CHECK(only["changes"].size() == 1);
+  // The records lie on 2026-11-30 (UTC): --since the next day finds none, the day before all.
+  CHECK(nlohmann::json::parse(ts::test::run_cli("history " + db + " --since 2026-12-01 --json").out)["series"].empty());
+  CHECK(nlohmann::json::parse(ts::test::run_cli("history " + db + " --since 2026-11-29 --json").out)["series"].size() == 2);
+  CHECK(ts::test::run_cli("history " + db + " --kernel nosuchkernel").out.find("nothing recorded matches") !=
+        std::string::npos);
+  CHECK(nlohmann::json::parse(ts::test::run_cli("history " + db + " --gate steps --fixture synthetic --kernel tau=1.3 --json").out)["series"].size() == 2);
 }
 
 TEST_CASE("history --json: the same 40 runs without steps report no change", "[history][changes]") {
