@@ -113,7 +113,7 @@ TEST_CASE("the trend page renders in headless Chromium: not blank, one SVG point
       " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking "
       "--disable-component-update --disable-sync --user-data-dir=" + dir + "/chromium-profile";
   const std::string url = "file://" + std::filesystem::absolute(page).string();
-  REQUIRE(std::system((browser + flags + " --dump-dom " + url + " >" + dom + " 2>/dev/null").c_str()) == 0);
+  REQUIRE(std::system(("timeout 120 " + browser + flags + " --dump-dom " + url + " >" + dom + " 2>/dev/null").c_str()) == 0);
   const std::string rendered = ts::test::read_file(dom);
   CHECK(count(rendered, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"trend\"") == 2);
   CHECK(count(rendered, "<circle class=\"pt ") == 80);
@@ -122,7 +122,7 @@ TEST_CASE("the trend page renders in headless Chromium: not blank, one SVG point
   CHECK(count(rendered, "<text class=\"boundlabel\"") == 2);
   CHECK(count(rendered, "<line class=\"bound\"") == 1);
   CHECK(count(rendered, "(above the plot)") == 1);
-  REQUIRE(std::system((browser + flags + " --screenshot=" + png + " --window-size=1200,900 " + url +
+  REQUIRE(std::system(("timeout 120 " + browser + flags + " --screenshot=" + png + " --window-size=1200,900 " + url +
                        " >/dev/null 2>&1").c_str()) == 0);
   REQUIRE(std::filesystem::exists(png));
   const Image im = decode_png(ts::test::read_file(png));
