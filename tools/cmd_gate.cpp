@@ -12,6 +12,7 @@
 #include "gates/report.hpp"
 #include "gates/verdict.hpp"
 #include "tools/command.hpp"
+#include "tools/record_option.hpp"
 #include "drivers/gate_on_fixture.hpp"
 #include "drivers/measurement_evidence.hpp"
 
@@ -26,6 +27,7 @@ struct Opts {
   ts::cli::ReportTarget json, junit, markdown, html;
   std::string exact = "auto";
   bool allow_nonfinite = false, allow_slow = false, accuracy_only = false;
+  ts::cli::RecordTarget record;
 };
 
 ts::GateRun run_fixture(const ts::GateFile& gate, const std::string& baseline, const Opts& o) {
@@ -55,7 +57,9 @@ int run(const Opts& o) {
   if (to_stdout > 1) throw ts::InputError("at most one of --json/--junit/--markdown/--html may go to stdout (-)");
   if (!o.measurements.empty() && (o.exact != "auto" || o.allow_slow))
     throw ts::InputError("--exact and --allow-slow apply to --fixture runs");
+  o.record.prepare("gate");
   const ts::GateRun r = run_fixture(gate, baseline, o);
+  o.record.record(r);
   // Only the reports asked for are rendered: each costs time on large gates.
   if (o.json.on()) o.json.emit(ts::render_json(r));
   if (o.junit.on()) o.junit.emit(ts::render_junit(r));
@@ -109,6 +113,7 @@ ts::cli::Registration reg{
       app.add_flag("--accuracy-only", o->accuracy_only,
                    "leave out the gate's speed rules (CPU CI runners, where time means nothing): every report "
                    "says so and the exit code follows accuracy alone");
+      ts::cli::add_record_options(app, o->record);
       ts::cli::set_example(app, "touchstone gate --gate sage_compat --fixture f.h5 --candidate stored:my_kernel --junit gate.xml");
       return [o] { return run(*o); };
     }};

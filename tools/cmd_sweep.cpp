@@ -9,6 +9,7 @@
 #include "drivers/sweep.hpp"
 #include "reference/sage2_presets.hpp"
 #include "tools/command.hpp"
+#include "tools/record_option.hpp"
 
 namespace cmd_sweep {
 
@@ -16,6 +17,7 @@ struct Opts {
   std::string fixture;
   ts::SweepOptions s;
   ts::cli::ReportTarget json, markdown, html;
+  ts::cli::RecordTarget record;
 };
 
 int run(const Opts& o) {
@@ -24,7 +26,10 @@ int run(const Opts& o) {
   if (to_stdout > 1) throw ts::InputError("at most one of --json/--markdown/--html may go to stdout (-)");
   if ((o.markdown.on() || o.html.on()) && o.s.gate.empty())
     throw ts::InputError("--markdown and --html need --gate (the reports show verdicts)");
+  if (o.record.on() && o.s.gate.empty()) throw ts::InputError("--record needs --gate (the store keeps verdicts)");
+  o.record.prepare("sweep");
   const ts::SweepResult r = ts::run_sweep(o.fixture, o.s);
+  if (r.run) o.record.record(*r.run);
   o.json.emit(r.json.dump(2) + "\n");
   if (o.markdown.on()) o.markdown.emit(r.markdown());
   if (o.html.on()) o.html.emit(r.html());
@@ -83,6 +88,7 @@ ts::cli::Registration reg{
       ts::cli::add_json_option(app, o->json, "the result");
       ts::cli::add_report_option(app, "--markdown", o->markdown, "with --gate, write the table as Markdown");
       ts::cli::add_report_option(app, "--html", o->html, "with --gate, write the table as a self-contained HTML page");
+      ts::cli::add_record_options(app, o->record);
       // The preset comes from the one table (tests/reference/test_sage2_presets.cpp).
       ts::cli::set_example(app,
                            std::string("touchstone sweep b.h5 --backend sol_cuda --tau 0.5,1,1.3,2,3 --baseline "

@@ -1,0 +1,237 @@
+#include "history/history_report.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "gates/gate_file.hpp"
+
+namespace ts::history {
+namespace {
+
+nlohmann::json opt(const std::optional<double>& v) {
+  return v && std::isfinite(*v) ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+std::string short_commit(const std::string& c) { return c.empty() ? "-" : c.substr(0, 10); }
+
+std::string percent(const std::optional<double>& rel) {
+  if (!rel) return "from 0";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.2f %%", 100 * *rel);
+  return buf;
+}
+
+std::string evidence_of(const Series& s, const Change& c) {
+  std::string e = "level " + format_number(c.before, 6) + " over " + std::to_string(c.points_before) + " run(s), then " +
+                  format_number(c.after, 6) + " over " + std::to_string(c.points_after) + " run(s); ";
+  if (s.detection.deterministic && s.detection.scatter == 0)
+    e += "a deterministic figure, compared exactly (relative floor 1e-9)";
+  else
+    e += "z = " + format_number(c.z, 3) + " (points weighted by their uncertainty; series scatter " +
+         format_number(s.detection.scatter, 3) + ")";
+  return e;
+}
+
+nlohmann::json change_json(const Series& s, const Change& c) {
+  const StoredFigure& p = s.points[c.index];
+  return {{"index", c.index},
+          {"run_id", p.run_id},
+          {"commit", p.commit.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.commit)},
+          {"recorded_at", p.recorded_at},
+          {"before", c.before},
+          {"after", c.after},
+          {"relative", opt(c.relative)},
+          {"z", opt(c.z)},
+          {"points_before", c.points_before},
+          {"points_after", c.points_after},
+          {"direction", c.regression ? "regression" : "improvement"},
+          {"evidence", evidence_of(s, c)}};
+}
+
+nlohmann::json series_head(const Series& s) {
+  return {{"candidate", s.candidate},
+          {"fixture",
+           {{"identity", s.fixture_identity ? nlohmann::json(*s.fixture_identity) : nlohmann::json(nullptr)},
+            {"path", s.fixture_path},
+            {"sealed", s.fixture_identity.has_value()}}},
+          {"gate", s.gate},
+          {"metric", s.metric},
+          {"against", s.against},
+          {"tensor", s.tensor},
+          {"rules", s.rule_ids},
+          {"worse", s.sense.worse}};
+}
+
+std::string fit(std::string line, size_t width) {
+  if (line.size() <= width) return line;
+  size_t k = width >= 3 ? width - 3 : 0;
+  while (k > 0 && (static_cast<unsigned char>(line[k]) & 0xC0) == 0x80) --k;
+  return line.substr(0, k) + "...";
+}
+
+std::string series_title(const Series& s) {
+  const std::string bound = s.points.empty() ? "" : s.points.back().bound;
+  return s.candidate + " | " + s.fixture_label() + " | gate " + s.gate + " | " + s.metric_label() +
+         (bound.empty() ? "" : " (" + bound + ")");
+}
+
+std::string change_line(const Series& s, const Change& c) {
+  const StoredFigure& p = s.points[c.index];
+  return "  change at #" + std::to_string(c.index + 1) + " (commit " + short_commit(p.commit) + ", " +
+         p.recorded_at.substr(0, 19) + "): " + format_number(c.before, 6) + " -> " + format_number(c.after, 6) + " (" +
+         percent(c.relative) + "), " + (c.regression ? "REGRESSION" : "improvement") +
+         (s.detection.deterministic && s.detection.scatter == 0 ? ", exact" : ", z = " + format_number(c.z, 3));
+}
+
+}  // namespace
+
+std::vector<const Series*> regressions(const HistoryView& v) {
+  std::vector<const Series*> r;
+  if (!v.min_change) return r;
+  for (const Series& s : v.series)
+    if (latest_change_regresses(s, *v.min_change)) r.push_back(&s);
+  return r;
+}
+
+nlohmann::json history_json(const HistoryView& v) {
+  nlohmann::json j;
+  j["schema"] = "touchstone.history/1";
+  j["store"] = v.store;
+  j["store_schema_version"] = v.schema_version;
+  j["filters"] = {{"kernel", v.filters.kernel},
+                  {"fixture", v.filters.fixture},
+                  {"gate", v.filters.gate},
+                  {"metric", v.filters.metric},
+                  {"since", v.filters.since}};
+  nlohmann::json series = nlohmann::json::array(), changes = nlohmann::json::array();
+  for (const Series& s : v.series) {
+    nlohmann::json sj = series_head(s);
+    sj["deterministic"] = s.detection.deterministic;
+    sj["scatter"] = s.detection.scatter;
+    sj["penalty"] = s.detection.penalty;
+    sj["missing"] = s.missing;
+    nlohmann::json pts = nlohmann::json::array();
+    for (size_t i = 0; i < s.points.size(); ++i) {
+      const StoredFigure& p = s.points[i];
+      pts.push_back({{"run_id", p.run_id},
+                     {"recorded_at", p.recorded_at},
+                     {"commit", p.commit.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.commit)},
+                     {"value", *p.figure},
+                     {"sigma", s.detection.sigma[i]},
+                     {"lower", opt(p.lower)},
+                     {"upper", opt(p.upper)},
+                     {"bound", p.bound},
+                     {"status", p.status},
+                     {"verdict", p.verdict},
+                     {"device", p.device},
+                     {"clock", p.clock},
+                     {"timing_run", p.timing_run},
+                     {"candidate_ms", opt(p.candidate_ms)},
+                     {"baseline_ms", opt(p.baseline_ms)}});
+    }
+    sj["points"] = pts;
+    nlohmann::json segs = nlohmann::json::array();
+    for (const Segment& g : s.detection.segments)
+      segs.push_back({{"begin", g.begin}, {"end", g.end}, {"level", g.level}, {"standard_error", g.standard_error}});
+    sj["segments"] = segs;
+    nlohmann::json cs = nlohmann::json::array();
+    for (const Change& c : s.detection.changes) {
+      cs.push_back(change_json(s, c));
+      nlohmann::json flat = series_head(s);
+      flat.update(change_json(s, c));
+      changes.push_back(flat);
+    }
+    sj["changes"] = cs;
+    if (v.since_last_accept) {
+      const SinceAccept sa = since_last_accept(s);
+      nlohmann::json sl;
+      sl["accepted"] = sa.accepted ? nlohmann::json(s.points[*sa.accepted].commit) : nlohmann::json(nullptr);
+      sl["accepted_index"] = sa.accepted ? nlohmann::json(*sa.accepted) : nlohmann::json(nullptr);
+      sl["accepted_value"] = sa.accepted ? nlohmann::json(*s.points[*sa.accepted].figure) : nlohmann::json(nullptr);
+      sl["latest_value"] = s.points.empty() ? nlohmann::json(nullptr) : nlohmann::json(*s.points.back().figure);
+      sl["relative"] = opt(sa.relative);
+      nlohmann::json after = nlohmann::json::array();
+      for (const Change& c : sa.changes) after.push_back(change_json(s, c));
+      sl["changes"] = after;
+      sj["since_last_accept"] = sl;
+    }
+    series.push_back(sj);
+  }
+  j["series"] = series;
+  j["changes"] = changes;
+  if (v.min_change) {
+    nlohmann::json r = nlohmann::json::array();
+    for (const Series* s : regressions(v)) {
+      nlohmann::json x = series_head(*s);
+      x.update(change_json(*s, s->detection.changes.back()));
+      r.push_back(x);
+    }
+    j["min_change"] = *v.min_change;
+    j["regressions"] = r;
+  }
+  return j;
+}
+
+std::string history_text(const HistoryView& v, size_t width) {
+  std::ostringstream o;
+  size_t points = 0, nchanges = 0;
+  for (const Series& s : v.series) {
+    points += s.points.size();
+    nchanges += s.detection.changes.size();
+  }
+  auto line = [&](const std::string& l) { o << fit(l, width) << "\n"; };
+  line(v.store + ": " + std::to_string(v.series.size()) + " series, " + std::to_string(points) + " figures, " +
+       std::to_string(nchanges) + " change(s)");
+  if (v.series.empty()) line("nothing recorded matches the filters");
+  for (const Series& s : v.series) {
+    o << "\n";
+    line(series_title(s));
+    if (v.since_last_accept) {
+      const SinceAccept sa = since_last_accept(s);
+      if (!sa.accepted) {
+        line("  never ACCEPTed in these records; latest " +
+             (s.points.empty() ? std::string("none") : format_number(*s.points.back().figure, 6)));
+        continue;
+      }
+      const StoredFigure& a = s.points[*sa.accepted];
+      line("  last ACCEPT #" + std::to_string(*sa.accepted + 1) + " (commit " + short_commit(a.commit) + ", " +
+           a.recorded_at.substr(0, 19) + "): " + format_number(*a.figure, 6) + "; latest " +
+           format_number(*s.points.back().figure, 6) + " (" + percent(sa.relative) + ")");
+      if (sa.changes.empty()) line("  no change since");
+      for (const Change& c : sa.changes) line(change_line(s, c));
+      continue;
+    }
+    char head[160];
+    std::snprintf(head, sizeof head, "  %4s  %-19s  %-10s  %12s  %10s  %-12s  %s", "#", "recorded (UTC)", "commit",
+                  "figure", "sigma", "status", "verdict");
+    line(head);
+    for (size_t i = 0; i < s.points.size(); ++i) {
+      const StoredFigure& p = s.points[i];
+      const bool exact = !s.within[i] && s.detection.scatter == 0;
+      char row[200];
+      std::snprintf(row, sizeof row, "  %4zu  %-19s  %-10s  %12s  %10s  %-12s  %s", i + 1,
+                    p.recorded_at.substr(0, 19).c_str(), short_commit(p.commit).c_str(),
+                    format_number(*p.figure, 6).c_str(), exact ? "exact" : format_number(s.detection.sigma[i], 3).c_str(),
+                    p.status.c_str(), p.verdict.c_str());
+      line(row);
+    }
+    if (s.missing) line("  " + std::to_string(s.missing) + " record(s) without a finite figure (missing or NaN), not plotted");
+    if (s.detection.changes.empty()) line("  no change");
+    for (const Change& c : s.detection.changes) line(change_line(s, c));
+  }
+  if (v.min_change) {
+    const auto regs = regressions(v);
+    o << "\n";
+    if (regs.empty())
+      line("no regression: no series' latest change is a regression of " + percent(*v.min_change).substr(1) + " or more");
+    for (const Series* s : regs) {
+      const Change& c = s->detection.changes.back();
+      line("REGRESSION " + s->candidate + " | " + s->fixture_label() + " | " + s->gate + " | " + s->metric_label() + ": " +
+           percent(c.relative) + " at commit " + short_commit(s->points[c.index].commit));
+    }
+  }
+  return o.str();
+}
+
+}  // namespace ts::history

@@ -1,0 +1,98 @@
+// touchstone history DB: the recorded runs of a results store (--record DB on gate and sweep) as
+// series per candidate x fixture x gate x metric, with the changes found in each
+// (docs/history.md); --regressions makes it a CI check.
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <regex>
+
+#include "core/error.hpp"
+#include "history/history_report.hpp"
+#include "history/store.hpp"
+#include "tools/command.hpp"
+
+namespace cmd_history {
+
+struct Opts {
+  std::string db;
+  ts::history::Filters f;
+  ts::cli::ReportTarget json, html;
+  bool regressions = false, since_last_accept = false;
+  double min_change = 0.02;
+  CLI::Option* min_change_opt = nullptr;
+};
+
+// The terminal's width when stdout is one, else 100 columns (a CI log, a file).
+size_t width() {
+  if (::isatty(STDOUT_FILENO)) {
+    winsize ws{};
+    if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40) return ws.ws_col;
+  }
+  return 100;
+}
+
+std::string normalized_since(std::string s) {
+  if (s.empty()) return s;
+  if (s.size() > 10 && s[10] == ' ') s[10] = 'T';
+  static const std::regex iso(R"(\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?Z?)?)");
+  if (!std::regex_match(s, iso))
+    throw ts::InputError("--since '" + s + "': expected a UTC date or time, e.g. 2026-12-01 or 2026-12-01T08:00:00");
+  if (s.back() == 'Z') s.pop_back();
+  return s;
+}
+
+int run(const Opts& o) {
+  if (o.min_change_opt && o.min_change_opt->count() && !o.regressions)
+    throw ts::InputError("--min-change applies with --regressions");
+  if (!(o.min_change >= 0) || !std::isfinite(o.min_change))
+    throw ts::InputError("--min-change must be a finite fraction >= 0 (0.02 = 2 %)");
+  if (o.json.to_stdout() && o.html.to_stdout()) throw ts::InputError("at most one of --json/--html may go to stdout (-)");
+  ts::history::Filters f = o.f;
+  f.since = normalized_since(f.since);
+  const ts::history::Store store = ts::history::Store::open_for_read(o.db);
+  ts::history::HistoryView v;
+  v.store = o.db;
+  v.schema_version = store.schema_version();
+  v.filters = f;
+  v.series = ts::history::build_series(ts::history::load_figures(store, f));
+  v.since_last_accept = o.since_last_accept;
+  if (o.regressions) v.min_change = o.min_change;
+  if (o.json.on()) o.json.emit(ts::history::history_json(v).dump(2) + "\n");
+  if (o.html.on()) o.html.emit(ts::history::trend_html(v));
+  if (!o.json.to_stdout() && !o.html.to_stdout()) std::cout << ts::history::history_text(v, width()) << std::flush;
+  return o.regressions && !ts::history::regressions(v).empty() ? ts::kGateFailed : ts::kPass;
+}
+
+ts::cli::Registration reg{
+    "history",
+    "The runs recorded in a results store (gate/sweep --record DB) as series per candidate x fixture x gate x "
+    "metric, with the changes detected in each; --regressions exits 1 when the latest change of a series is a "
+    "regression. Exit 0, 1 regression (with --regressions), 2 bad input",
+    [](CLI::App& app) -> ts::cli::Action {
+      auto o = std::make_shared<Opts>();
+      app.add_option("db", o->db, "results store (SQLite) written by --record")->required();
+      app.add_option("--kernel,-k", o->f.kernel, "only candidates whose spec contains this text");
+      app.add_option("--fixture,-f", o->f.fixture, "only fixtures whose identity or path contains this text");
+      app.add_option("--gate,-g", o->f.gate, "only this gate (its name, e.g. sparse-attention-acceptance)");
+      app.add_option("--metric,-m", o->f.metric, "only rules of this metric or id (rel_l2, speedup, sage_like)");
+      app.add_option("--since", o->f.since, "only runs recorded at or after this UTC date or time (2026-12-01)");
+      app.add_flag("--regressions", o->regressions,
+                   "exit 1 when the latest change of any series is a regression (error up, speed down) of at "
+                   "least --min-change");
+      o->min_change_opt = app.add_option("--min-change", o->min_change,
+                                         "with --regressions, the smallest relative change that counts (0.02 = 2 %)")
+                              ->capture_default_str();
+      app.add_flag("--since-last-accept", o->since_last_accept,
+                   "per series: the last ACCEPTed record, the latest, and the changes between them");
+      ts::cli::add_json_option(app, o->json, "the series, their points, segments and changes");
+      ts::cli::add_report_option(app, "--html", o->html,
+                                 "write a self-contained page of trend plots (one per series; the bound drawn, "
+                                 "points coloured by verdict)");
+      ts::cli::set_example(app, "touchstone history ci.db --kernel sol --metric rel_l2 --regressions --html trend.html");
+      return [o] { return run(*o); };
+    }};
+
+}  // namespace cmd_history
