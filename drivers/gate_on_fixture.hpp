@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/timing_defaults.hpp"
 #include "fixtures/attention_inputs.hpp"
 #include "fixtures/fixture.hpp"
 #include "kernels_under_test/registry.hpp"
@@ -19,8 +20,8 @@
 namespace ts {
 
 struct GateRunOptions {
-  int pairs = 10, warmup = 1;
-  int rotate = 2;        // input copies timed runs cycle through
+  int pairs = kGateTiming.pairs, warmup = kGateTiming.warmup;
+  int rotate = kGateTiming.rotate;  // input copies timed runs cycle through
   double budget_s = 0;   // > 0: stop timing a candidate after this long (min 3 pairs)
   uint64_t seed = 1;     // bootstrap seed
   bool allow_nonfinite = false;

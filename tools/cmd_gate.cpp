@@ -12,6 +12,7 @@
 #include "gates/report.hpp"
 #include "gates/verdict.hpp"
 #include "tools/command.hpp"
+#include "core/timing_defaults.hpp"
 #include "drivers/gate_on_fixture.hpp"
 
 namespace cmd_gate {
@@ -19,7 +20,7 @@ namespace cmd_gate {
 struct Opts {
   std::string gate = "sparse_acceptance", fixture, measurements, baseline;
   std::vector<std::string> candidates;
-  int pairs = 10, warmup = 1, rotate = 2;
+  int pairs = ts::kGateTiming.pairs, warmup = ts::kGateTiming.warmup, rotate = ts::kGateTiming.rotate;
   double budget_s = 0;
   uint64_t seed = 1;
   ts::cli::ReportTarget json, junit, markdown, html;

@@ -11,7 +11,7 @@ import time
 import h5py
 import numpy as np
 
-from . import layouts, sage, storage
+from . import layouts, sage, storage, tables
 from .fixture_io import _fixture_geometry, add_output
 from .schema import CaptureError
 
@@ -61,7 +61,8 @@ def time_calls(fn, inputs, reps, warmup, device, torch):
     return ms, "host_steady"
 
 
-def replay(fixture, kernel, *, name=None, device="auto", reps=20, warmup=3, rotate=3, dump=False,
+def replay(fixture, kernel, *, name=None, device="auto", reps=tables.REPLAY_TIMING["reps"],
+           warmup=tables.REPLAY_TIMING["warmup"], rotate=tables.REPLAY_TIMING["rotate"], dump=False,
            compress=False, torch=None):
     """Runs `kernel` (a kernels.Kernel) on the fixture, stores /outputs/<name>/attention and
     /timings/<name>; returns a summary dict."""

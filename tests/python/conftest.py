@@ -12,6 +12,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, HERE)  # block_model, user_kernels
 STAND_IN = os.path.join(HERE, "sageattention_stand_in")
+# touchstone.testing's fixtures (tiny_fixture, ...) and --touchstone-reports (docs/python.md).
+pytest_plugins = ["touchstone.pytest_plugin"]
 
 
 def _cli():

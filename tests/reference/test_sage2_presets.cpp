@@ -116,3 +116,21 @@ TEST_CASE("the sage2 preset table drives the factory, its errors and its default
   CHECK_THROWS_AS(sage2_preset("nope"), InputError);
   CHECK(sage2_preset_names("|").find('|') != std::string::npos);
 }
+
+#include "python_code_lines.hpp"
+
+TEST_CASE("sage2 preset names appear in the Python package's code nowhere (it reads the table)") {
+  static const std::regex name(R"(\bsm_?[0-9]{2,3}[a-z]?\b)", std::regex::icase);
+  std::istringstream planted("\"\"\"sm90 in prose\"\"\"\nPRESETS = {\"sageattn_sm121\": 1, \"sm90\": 2}  # sm89\n");
+  int planted_hits = 0;
+  for (const auto& l : ts_test::python_code_lines(planted, "planted.py")) planted_hits += std::regex_search(l.text, name);
+  CHECK(planted_hits == 1);  // the code line, not the docstring or the comment
+
+  int files = 0;
+  std::vector<std::string> hits;
+  for (const auto& l : ts_test::python_package_code_lines(TOUCHSTONE_SOURCE_DIR, &files))
+    if (std::regex_search(l.text, name)) hits.push_back(l.where + ": " + l.text);
+  CHECK(files >= 10);
+  for (const auto& h : hits) UNSCOPED_INFO("preset name in Python code: " << h);
+  CHECK(hits.empty());
+}

@@ -1,0 +1,134 @@
+"""Capture from models nobody here wrote (docs/python.md "Capture from models nobody here
+wrote"): torchvision's vit_b_16 (random weights; it calls its attention with query=...) and
+nn.MultiheadAttention models into valid fixtures, then replay and gate; keyword arguments on
+any torch; a hook or patch that sees no call is an error when its with-block ends."""
+import time
+
+import pytest
+import torch
+
+import touchstone
+from touchstone.testing import assert_sage_like
+
+import user_kernels
+
+
+def _exact_qkv_attention(cap):
+    """What the captured q, k, v give under exact attention, [S, H, D]."""
+    q, k, v = (t.double().permute(1, 0, 2) for t in (cap.q, cap.k, cap.v))
+    p = torch.softmax(q @ k.transpose(-1, -2) * q.size(-1) ** -0.5, dim=-1)
+    return (p @ v).permute(1, 0, 2)
+
+
+def test_vit_b_16_attention_is_captured_replayed_and_gated(tmp_path):
+    torchvision = pytest.importorskip("torchvision")
+    t0 = time.perf_counter()
+    torch.manual_seed(0)
+    vit = torchvision.models.vit_b_16().eval()  # random weights
+    attn = vit.encoder.layers[3].self_attention
+    cap = touchstone.AttentionCapture()
+    with torch.no_grad(), cap.hook(attn):
+        vit(torch.randn(1, 3, 224, 224))
+    assert cap.seen == 1 and tuple(cap.q.shape) == (197, 12, 64)
+    # q, k, v are the layer's own in-projections: attention on them, then out_proj, is what the
+    # module returned for that call.
+    cap2 = touchstone.AttentionCapture()
+    outs = []
+    with torch.no_grad(), cap2.hook(attn):
+        x = torch.randn(1, 197, 768)
+        outs.append(attn(query=x, key=x, value=x, need_weights=False)[0])
+    heads = _exact_qkv_attention(cap2).reshape(197, 768).float()
+    mine = torch.nn.functional.linear(heads, attn.out_proj.weight, attn.out_proj.bias)
+    assert torch.allclose(mine, outs[0][0], atol=1e-4, rtol=1e-4)
+
+    path = str(tmp_path / "vit.h5")
+    cap.write(path, model="torchvision vit_b_16 (random weights), encoder layer 3",
+              segments=[{"name": "class", "kind": "cond", "length": 1},
+                        {"name": "patches", "kind": "video", "length": 196}], grid=(1, 14, 14))
+    if touchstone.extension_available():
+        touchstone.validate_fixture(path)  # the C++ checks: CaptureError naming what is wrong
+    from touchstone import kernels, replay
+
+    r = replay.replay(path, kernels.resolve("torch_exact_fp64"), reps=3, warmup=0, rotate=1,
+                      device="cpu")
+    assert r["name"] == "torch_exact_fp64"
+    run = touchstone.gate(path, ["stored:torch_exact_fp64"], gate="sage_compat")
+    assert run.candidates[0].verdict == "ACCEPT", run.render_terminal()
+    assert_sage_like(path, user_kernels.attention_fp32)
+    assert time.perf_counter() - t0 < 60
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_multihead_attention_models_are_captured_and_gated(tmp_path, batch_first):
+    torch.manual_seed(1)
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn = torch.nn.MultiheadAttention(64, 4, batch_first=batch_first)
+
+        def forward(self, x):
+            return self.attn(x, x, x, need_weights=False)[0]  # positional, as most models call it
+
+    m = Model().eval()
+    x = torch.randn(1, 96, 64) if batch_first else torch.randn(96, 1, 64)
+    cap = touchstone.AttentionCapture()
+    with torch.no_grad(), cap.hook(m.attn):
+        y = m(x)
+    assert tuple(cap.q.shape) == (96, 4, 16) and cap.out is None
+    heads = _exact_qkv_attention(cap).reshape(96, 64).float()
+    want = y[0] if batch_first else y[:, 0]
+    assert torch.allclose(torch.nn.functional.linear(heads, m.attn.out_proj.weight,
+                                                     m.attn.out_proj.bias), want, atol=1e-4)
+    path = str(tmp_path / "mha.h5")
+    cap.write(path, model="nn.MultiheadAttention", grid=(2, 6, 8))
+    assert_sage_like(path, user_kernels.attention_fp32)
+
+
+def test_keyword_arguments_are_seen_on_any_torch(tmp_path):
+    class Core(torch.nn.Module):
+        def forward(self, q, k, v, scale=None):
+            return user_kernels.attention_fp32(q, k, v, scale)
+
+    core = Core()
+    q, k, v = (torch.randn(1, 2, 16, 8) for _ in range(3))
+    cap = touchstone.AttentionCapture(layout="BHSD")
+    with cap.hook(core):
+        core(q=q, k=k, v=v, scale=0.3)
+    assert cap.captured and cap.scale == 0.3 and tuple(cap.q.shape) == (16, 2, 8)
+    assert "forward" not in vars(core)  # the wrapper is gone
+    cap.write(str(tmp_path / "kw.h5"), model="kwargs")
+
+
+def test_a_hook_or_patch_that_sees_no_call_is_an_error_at_the_end():
+    lin = torch.nn.Linear(4, 4)
+    unused = torch.nn.MultiheadAttention(8, 2)
+    cap = touchstone.AttentionCapture()
+    with pytest.raises(touchstone.CaptureError, match=r"hook on MultiheadAttention: saw 0 calls"):
+        with cap.hook(unused):
+            lin(torch.randn(1, 4))
+
+    class Owner:
+        @staticmethod
+        def attention(q, k, v):
+            return q
+
+    cap = touchstone.AttentionCapture()
+    with pytest.raises(touchstone.CaptureError, match=r"patch of .*attention: saw 0 calls.*"
+                                                      r"holds its own reference"):
+        with cap.patch(Owner, "attention"):
+            pass
+    # An error inside the block is not hidden by the capture's own.
+    with pytest.raises(ZeroDivisionError):
+        with touchstone.AttentionCapture().hook(unused):
+            1 / 0
+    # call=1 with one call seen: says so.
+    class Three(torch.nn.Module):
+        def forward(self, q, k, v):
+            return q
+
+    cap = touchstone.AttentionCapture(call=1)
+    core = Three()
+    with pytest.raises(touchstone.CaptureError, match="saw 1 call, wanted call 1"):
+        with cap.hook(core):
+            core(torch.randn(1, 2, 4, 8), torch.randn(1, 2, 4, 8), torch.randn(1, 2, 4, 8))
