@@ -36,7 +36,7 @@ int run(const Opts& o) {
     } catch (const std::exception&) {
       throw ts::InputError(where + ": not valid JSON");
     }
-    std::cout << ts::config_to_json(ts::config_from_json(j, where + ": config")).dump() << "\n";
+    std::cout << ts::config_to_json(ts::config_from_json(j, where)).dump() << "\n";
     return ts::kPass;
   }
   const nlohmann::json t = ts::export_tables();

@@ -152,17 +152,24 @@ def _fidelity(a):
     return code
 
 
+def _missing(e, cmd=None):
+    """One line for a missing package (exit 2); other import errors as they are."""
+    where = f"{PROG} {cmd}" if cmd else PROG
+    what = _deps.message(_deps.missing(e), sys.executable) if _deps.missing(e) else str(e)
+    print(f"{where}: error: {what}", file=sys.stderr)
+    return 2
+
+
 def main(argv=None):
-    a = _parser().parse_args(argv)
+    try:
+        parser = _parser()  # sage-fidelity's help text comes from a module that needs h5py
+    except ModuleNotFoundError as e:
+        return _missing(e)
+    a = parser.parse_args(argv)
     try:
         return {"replay": _replay, "from-npz": _from_npz, "sage-fidelity": _fidelity}[a.cmd](a)
     except ModuleNotFoundError as e:
-        if _deps.missing(e) is None:
-            print(f"{PROG} {a.cmd}: error: {e}", file=sys.stderr)
-        else:
-            print(f"{PROG} {a.cmd}: error: {_deps.message(_deps.missing(e), sys.executable)}",
-                  file=sys.stderr)
-        return 2
+        return _missing(e, a.cmd)
     except (CaptureError, ImportError, OSError, KeyError, json.JSONDecodeError) as e:
         print(f"{PROG} {a.cmd}: error: {e}", file=sys.stderr)
         return 2

@@ -128,7 +128,7 @@ def assert_gate(fixture, candidate, *, gate="sage_compat", baseline=None, name=N
             os.makedirs(report_dir, exist_ok=True)
             stem = os.path.join(report_dir, _report_stem(label))
             reports = {"junit": stem + ".junit.xml", "html": stem + ".html"}
-        run = api.gate(copy, [spec], gate=g, baseline=base, **reports, **gate_options)
+        run = api.gate(copy, [spec], gate=gate, baseline=base, **reports, **gate_options)
         verdict = run.candidates[0]
         if not verdict.accepted:
             keep = True

@@ -109,6 +109,9 @@ std::vector<std::string> python_stage_copies(const std::vector<ts_test::CodeLine
     for (std::sregex_iterator m(l.text.begin(), l.text.end(), quoted), end; m != end; ++m)
       if (names.count((*m)[1])) seen.insert((*m)[1]);
     if (seen.size() >= 4) offences.push_back(l.where + ": a list of stage names");
+    static const std::regex shape_entry("[\"']([a-z0-9_]+)[\"']\\s*:\\s*\\(");
+    for (std::sregex_iterator m(l.text.begin(), l.text.end(), shape_entry), end; m != end; ++m)
+      if (names.count((*m)[1])) offences.push_back(l.where + ": a stage's shape (\"" + (*m)[1].str() + "\": (...))");
     for (const auto& p : rule_phrases)
       if (l.text.find(p) != std::string::npos) offences.push_back(l.where + ": a /config rule (\"" + p + "\")");
   }
@@ -123,8 +126,9 @@ TEST_CASE("stage table: the Python package holds no copy of the stages or the /c
       "\"\"\"norm1, qkv, fc1, fc2 in a docstring\"\"\"\n"
       "# \"norm1\", \"qkv\", \"fc1\", \"fc2\" in a comment\n"
       "STAGES = (\"norm1\", \"modulate1\", \"qkv\", \"q_rope\")\n"
+      "shapes = {\"fc1\": (S, 2 * F), \"video\": (1, 2)}\n"
       "    raise E(f\"head_dim must be even, got {d}\")\n");
-  CHECK(python_stage_copies(ts_test::python_code_lines(planted, "planted.py")).size() == 2);
+  CHECK(python_stage_copies(ts_test::python_code_lines(planted, "planted.py")).size() == 3);
 
   int files = 0;
   const auto lines = ts_test::python_package_code_lines(TOUCHSTONE_SOURCE_DIR, &files);

@@ -49,3 +49,17 @@ def python_module(*args, env=None):
     e["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "python"), HERE] + list(env or []))
     return subprocess.run([sys.executable, "-m", "touchstone", *map(str, args)],
                           capture_output=True, text=True, env=e)
+
+
+@pytest.fixture
+def extension():
+    """Tests of the in-process API need touchstone._core: where the build made one
+    (TOUCHSTONE_REQUIRE_EXTENSION=1, set by ctest), its absence fails them; elsewhere (an
+    interpreter the extension was not built for) they are skipped, saying why."""
+    from touchstone import _native
+
+    if _native.core() is None:
+        why = f"no touchstone._core for {sys.executable}: {_native.why_not()}"
+        if os.environ.get("TOUCHSTONE_REQUIRE_EXTENSION") == "1":
+            pytest.fail(why)
+        pytest.skip(why)

@@ -16,7 +16,7 @@ def test_the_docs_show_the_example_file_verbatim():
     assert example in doc, "docs/ci.md must hold tests/python/ci_example.py verbatim"
 
 
-def test_the_example_passes_as_the_ci_job_runs_it(tmp_path):
+def test_the_example_passes_as_the_ci_job_runs_it(tmp_path, extension):
     shutil.copy(os.path.join(HERE, "ci_example.py"), tmp_path / "test_kernel.py")
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",

@@ -11,6 +11,8 @@ import torch
 import touchstone
 from touchstone.testing import assert_gate, assert_sage_like
 
+pytestmark = pytest.mark.usefixtures("extension")
+
 
 def good_attention(q, k, v, softmax_scale):
     """Attention in float32 on [1, H, S, D]."""
@@ -56,7 +58,8 @@ def test_a_kernel_scaling_one_head_fails_naming_the_rule_and_the_head(tiny_fixtu
     assert "one_head_scaled" in touchstone.read_fixture(path).outputs
 
 
-def test_tensor_and_stored_candidates_and_an_untouched_fixture(tiny_fixture, touchstone_load):
+def test_tensor_and_stored_candidates_and_an_untouched_fixture(tiny_fixture, touchstone_load,
+                                                              tmp_path):
     before = touchstone_load(tiny_fixture)
     fx = touchstone.read_fixture(tiny_fixture)
     q, k, v = (torch.from_numpy(np.asarray(a, dtype=np.float32)).permute(1, 0, 2).unsqueeze(0)
@@ -66,10 +69,16 @@ def test_tensor_and_stored_candidates_and_an_untouched_fixture(tiny_fixture, tou
     bad = one_head_scaled(q, k, v, fx.softmax_scale)[0].permute(1, 0, 2).numpy()  # [S, H, D]
     with pytest.raises(AssertionError, match="head_gain"):
         assert_gate(tiny_fixture, bad, gate="sage_compat")
-    # A backend spec: the sage2 emulation of another preset is sage-like.
-    assert_gate(tiny_fixture, "sage2:preset=sm90", gate="sage_compat")
     after = touchstone_load(tiny_fixture)
     assert after.outputs == before.outputs == []
+    # The name of a stored output (here in a copy that holds the good kernel's output).
+    import shutil
+
+    copy = str(tmp_path / "with_output.h5")
+    shutil.copyfile(tiny_fixture, copy)
+    touchstone.add_output(copy, "mine", out[0].permute(1, 0, 2))
+    assert assert_gate(copy, "mine").candidate == "stored:mine"
+    assert touchstone_load(copy).outputs == ["mine"]
 
 
 def test_reports_go_where_the_plugin_option_says(tiny_fixture, tmp_path, monkeypatch):
