@@ -100,7 +100,7 @@ def _dataset_of(fixture, name, core):
                 return f"/outputs/{n}/attention"
     ds = f"/outputs/{name}/attention"
     if not core.has_dataset(fixture, ds):
-        outs = core.list_group(fixture, "/outputs") if core.has_dataset(fixture, "/outputs") else []
+        outs = core.list_group(fixture, "/outputs")
         raise CaptureError(f"{fixture}: no dataset {ds} (for {name!r}; outputs: "
                            f"{', '.join(outs) or 'none'})")
     return ds
