@@ -87,9 +87,9 @@ class AttentionCapture:
             if any(t is None for t in inputs):
                 raise CaptureError("nn.MultiheadAttention call: no "
                                    f"{names[[t is None for t in inputs].index(True)]}")
-            for key in ("attn_mask", "key_padding_mask"):
-                if kwargs.get(key) is not None or (key == "attn_mask" and len(args) > 5
-                                                   and args[5] is not None):
+            # forward(query, key, value, key_padding_mask, need_weights, attn_mask, ...)
+            for key, at in (("key_padding_mask", 3), ("attn_mask", 5)):
+                if kwargs.get(key) is not None or (len(args) > at and args[at] is not None):
                     raise CaptureError(f"nn.MultiheadAttention call with {key}: a fixture holds "
                                        "non-causal attention over the whole sequence")
             if kwargs.get("is_causal"):

@@ -103,6 +103,10 @@ def test_multihead_attention_models_are_captured_and_gated(tmp_path, batch_first
                                                      m.attn.out_proj.bias), want, atol=1e-4)
     path = str(tmp_path / "mha.h5")
     cap.write(path, model="nn.MultiheadAttention", grid=(2, 6, 8))
+    mask = torch.zeros(96, 96, dtype=torch.bool)
+    with pytest.raises(touchstone.CaptureError, match="attn_mask: a fixture holds non-causal"):
+        with touchstone.AttentionCapture().hook(m.attn):
+            m.attn(x, x, x, attn_mask=mask)
     ts("fixture", "validate", path)
     _gate(path, ts)
 
