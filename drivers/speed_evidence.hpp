@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "core/timing_defaults.hpp"
 #include "fixtures/fixture.hpp"
 #include "gates/gate_file.hpp"
 #include "gates/verdict.hpp"
@@ -22,8 +23,8 @@ namespace ts {
 inline constexpr int kMinTimingRuns = 3;
 
 struct TimingOptions {
-  int pairs = 10, warmup = 1;
-  int rotate = 2;       // input copies timed runs cycle through
+  int pairs = kGateTiming.pairs, warmup = kGateTiming.warmup;
+  int rotate = kGateTiming.rotate;  // input copies timed runs cycle through
   double budget_s = 0;  // > 0: stop timing a candidate after this long (min 3 pairs)
   uint64_t seed = 1;    // bootstrap seed
 };

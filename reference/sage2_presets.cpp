@@ -29,13 +29,14 @@ const std::vector<Sage2Preset>& sage2_presets() {
   static const std::vector<Sage2Preset> table = [] {
     std::vector<Sage2Preset> t = {
         {"sm121", "CUDA per_warp kernel, fp32+fp16 (GB10, the seed's run)",
-         knobs(G::per_warp, 128, 32, 64, 64, 64, A::fp32_fp16, 2.25f)},
+         knobs(G::per_warp, 128, 32, 64, 64, 64, A::fp32_fp16, 2.25f), "sageattn_qk_int8_pv_fp8_cuda", 1},
         {"sm120", "CUDA per_warp kernel, fp32+fp16 (RTX 50xx)",
-         knobs(G::per_warp, 128, 32, 64, 64, 64, A::fp32_fp16, 2.25f)},
+         knobs(G::per_warp, 128, 32, 64, 64, 64, A::fp32_fp16, 2.25f), "sageattn_qk_int8_pv_fp8_cuda", 1},
         {"sm89", "Triton per_thread quantisers, fp32+fp16 (Ada)",
-         knobs(G::per_thread, 128, 32, 64, 64, 64, A::fp32_fp16, 2.25f)},
+         knobs(G::per_thread, 128, 32, 64, 64, 64, A::fp32_fp16, 2.25f), "sageattn_qk_int8_pv_fp8_cuda", 1},
         {"sm90", "Triton per_thread quantisers, sm90 geometry, fp32+fp32 (Hopper)",
-         knobs(G::per_thread, 64, 16, 128, 128, 128, A::fp32_fp32, 448.0f)},
+         knobs(G::per_thread, 64, 16, 128, 128, 128, A::fp32_fp32, 448.0f),
+         "sageattn_qk_int8_pv_fp8_cuda_sm90", 128},
     };
     // sage2 presets table: end
     for (auto& row : t) row.config.preset = row.name;

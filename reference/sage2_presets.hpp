@@ -15,6 +15,12 @@ struct Sage2Preset {
   const char* name;
   const char* kernel;  // which SageAttention kernel, for --help and docs
   Sage2Config config;  // config.preset == name
+  // The SageAttention 2.2.0 function sageattn() calls for this preset, and the
+  // multiple it pads V's tokens to before per_channel_fp8: what Python's
+  // replay calls as the real kernel (python/touchstone/sage.py) and how it
+  // reads back its V codes.
+  const char* real_function;
+  int real_v_pad;
 };
 
 // In the table's order; the first one is the default preset.

@@ -13,6 +13,7 @@
 #include "gates/verdict.hpp"
 #include "tools/command.hpp"
 #include "tools/record_option.hpp"
+#include "core/timing_defaults.hpp"
 #include "drivers/gate_on_fixture.hpp"
 #include "drivers/measurement_evidence.hpp"
 
@@ -21,7 +22,7 @@ namespace cmd_gate {
 struct Opts {
   std::string gate = "sparse_acceptance", fixture, measurements, baseline;
   std::vector<std::string> candidates;
-  int pairs = 10, warmup = 1, rotate = 2;
+  int pairs = ts::kGateTiming.pairs, warmup = ts::kGateTiming.warmup, rotate = ts::kGateTiming.rotate;
   double budget_s = 0;
   uint64_t seed = 1;
   ts::cli::ReportTarget json, junit, markdown, html;

@@ -1,23 +1,46 @@
-"""touchstone's Python side: capture fixtures from PyTorch models, replay kernels on them,
-store kernel outputs and timings for the touchstone gate (fixture-schema.md).
+"""touchstone's Python side (docs/python.md): capture fixtures from PyTorch models, replay kernels
+on them, store kernel outputs and timings, and gate them in-process through the C++ library
+(the extension touchstone._core) — or in pytest with touchstone.testing.
 
     import touchstone
     cap = touchstone.AttentionCapture(layout="BHSD")
     with cap.hook(model.blocks[24].attn.core):
         model(x)
     cap.write("att.h5", model="my-dit")
-    touchstone.add_output("att.h5", "mine", out, timings_ms=ms, clock="device_events")
+    run = touchstone.gate("att.h5", "stored:mine", gate="sage_compat")
 
-numpy and h5py are needed; torch only where torch tensors are handled.
-"""
-from .capture import AttentionCapture, BlockCapture, weights_from
-from .fixture_io import (Fixture, add_output, read_fixture, read_tensor, read_timings,
-                         write_block_fixture, write_fixture)
-from .layouts import LAYOUTS, from_shd, to_shd
-from .schema import (CLOCKS, SCHEMA, STAGES, VERSION, CaptureError, attention_config,
-                     full_config, stage_shape)
+numpy and h5py are needed; torch only where torch tensors are handled. Names are imported on
+first use, so that `python3 -m touchstone` reports a missing package in one line."""
+import importlib
 
-__all__ = ["AttentionCapture", "BlockCapture", "weights_from", "Fixture", "add_output",
-           "read_fixture", "read_tensor", "read_timings", "write_block_fixture", "write_fixture",
-           "LAYOUTS", "from_shd", "to_shd", "CLOCKS", "SCHEMA", "STAGES", "VERSION",
-           "CaptureError", "attention_config", "full_config", "stage_shape"]
+# name: the module that defines it.
+_EXPORTS = {
+    "AttentionCapture": "capture", "BlockCapture": "capture", "weights_from": "capture",
+    "Fixture": "fixture_io", "add_output": "fixture_io", "read_fixture": "fixture_io",
+    "read_tensor": "fixture_io", "read_timings": "fixture_io",
+    "write_block_fixture": "fixture_io", "write_fixture": "fixture_io",
+    "LAYOUTS": "layouts", "from_shd": "layouts", "to_shd": "layouts",
+    "CLOCKS": "schema", "SCHEMA": "schema", "STAGES": "schema", "VERSION": "schema",
+    "CaptureError": "schema", "attention_config": "schema", "full_config": "schema",
+    "stage_shape": "schema",
+    "gate": "api", "compare": "api", "load_gate": "api", "validate_fixture": "api",
+    "synthesize": "api", "extension_available": "api",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name):
+    if name == "__version__":
+        from .tables import VERSION
+
+        return VERSION
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'touchstone' has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__

@@ -11,7 +11,10 @@ Attention (q, k, v at one attention call, in the model's own layout):
     cap.write("att.h5", model="my-dit rev abc", segments=..., grid=...)
 
 The call taken is the `call`-th one (default 0, the first); q, k, v are the positional
-arguments 0, 1, 2 or the keywords q/k/v or query/key/value; the call's output becomes
+arguments 0, 1, 2 or the keywords q/k/v or query/key/value (seen on torch 1.13 too, whose
+hooks see positional arguments only: the module's forward is wrapped there). An
+nn.MultiheadAttention (torchvision's ViT attention) gives its per-head in-projections. A hook
+or patch that saw no call is a CaptureError when its with-block ends. The call's output becomes
 /attention/observed; the softmax scale is the call's scale= / sm_scale= keyword, else
 write(softmax_scale=...), else 1/sqrt(head_dim). The fixture needs no block sizes (schema.attention_config).
 
@@ -74,27 +77,91 @@ class AttentionCapture:
             self.scale = kwargs.get("scale", kwargs.get("sm_scale"))
         self.seen += 1
 
+    def record_mha(self, module, args, kwargs, out):
+        """An nn.MultiheadAttention call: its q, k, v are the per-head projections of its
+        query, key, value inputs (computed here with the module's own weights, as its forward
+        does), [B, S, H, D]. Its output is after out_proj, so it is not kept as observed."""
+        if self.seen == self.call:
+            names = ("query", "key", "value")
+            inputs = [args[i] if len(args) > i else kwargs.get(n) for i, n in enumerate(names)]
+            if any(t is None for t in inputs):
+                raise CaptureError("nn.MultiheadAttention call: no "
+                                   f"{names[[t is None for t in inputs].index(True)]}")
+            # forward(query, key, value, key_padding_mask, need_weights, attn_mask, ...)
+            for key, at in (("key_padding_mask", 3), ("attn_mask", 5)):
+                if kwargs.get(key) is not None or (len(args) > at and args[at] is not None):
+                    raise CaptureError(f"nn.MultiheadAttention call with {key}: a fixture holds "
+                                       "non-causal attention over the whole sequence")
+            if kwargs.get("is_causal"):
+                raise CaptureError("nn.MultiheadAttention call with is_causal=True: a fixture "
+                                   "holds non-causal attention over the whole sequence")
+            q, k, v = _mha_projections(module, inputs)
+            self.q, self.k, self.v = (layouts.to_shd(t, "BSHD", self.batch, n)
+                                      for t, n in ((q, "q"), (k, "k"), (v, "v")))
+            self.out = None
+            self.scale = None  # MultiheadAttention scales by 1/sqrt(head_dim), the default
+        self.seen += 1
+
+    def _recorder(self, module):
+        import torch
+
+        if isinstance(module, torch.nn.MultiheadAttention):
+            return lambda args, kwargs, out: self.record_mha(module, args, kwargs, out)
+        return self.record
+
+    def _check_seen(self, what, hint):
+        if self.seen <= self.call:
+            raise CaptureError(f"{what}: saw {self.seen} call{'s' if self.seen != 1 else ''}, "
+                               f"wanted call {self.call} (counting from 0); {hint}")
+
     @contextlib.contextmanager
     def hook(self, module):
-        """Forward hook on a module whose forward takes q, k, v (positional, or by keyword
-        where torch has forward hooks with kwargs)."""
+        """Takes the call-th call of a module: one whose forward takes q, k, v (positional, or
+        keywords q/k/v or query/key/value), or an nn.MultiheadAttention (torchvision's ViT
+        attention included), whose per-head projections are taken. Keyword arguments are seen
+        on any torch: by a forward hook with kwargs where torch has them (2.0+), else by
+        wrapping the module's forward for the duration (torch 1.13 hooks see positional
+        arguments only). At the end, a call never seen is a CaptureError."""
         import inspect
 
-        takes_kwargs = "with_kwargs" in inspect.signature(module.register_forward_hook).parameters
-        if takes_kwargs:
+        record = self._recorder(module)
+        if "with_kwargs" in inspect.signature(module.register_forward_hook).parameters:
             handle = module.register_forward_hook(
-                lambda m, args, kwargs, out: self.record(args, kwargs, out), with_kwargs=True)
-        else:  # torch 1.13: positional arguments only
-            handle = module.register_forward_hook(lambda m, args, out: self.record(args, {}, out))
+                lambda m, args, kwargs, out: record(args, kwargs, out), with_kwargs=True)
+            undo = handle.remove
+        else:
+            had = "forward" in vars(module)
+            original = module.forward
+
+            def forward(*args, **kwargs):
+                out = original(*args, **kwargs)
+                record(args, kwargs, out)
+                return out
+
+            module.forward = forward
+
+            def undo():
+                if had:
+                    module.forward = original
+                else:
+                    del module.forward
         try:
             yield self
         finally:
-            handle.remove()
+            undo()
+        self._check_seen(f"hook on {type(module).__name__}",
+                         "the model never called this module during the block: check that it "
+                         "is the instance the model runs (model.named_modules()), and that the "
+                         "forward ran inside the with-block")
 
     @contextlib.contextmanager
     def patch(self, owner, name):
         """Replaces owner.<name> (a function the model calls, e.g. F.scaled_dot_product_attention
-        or the model's own attention function) by a recording wrapper while the block runs."""
+        or the model's own attention function) by a recording wrapper while the block runs.
+        At the end, a call never seen is a CaptureError."""
+        if not hasattr(owner, name):
+            raise CaptureError(f"patch: {getattr(owner, '__name__', owner)!r} has no attribute "
+                               f"{name!r}")
         original = getattr(owner, name)
 
         def wrapper(*args, **kwargs):
@@ -107,6 +174,12 @@ class AttentionCapture:
             yield self
         finally:
             setattr(owner, name, original)
+        self._check_seen(
+            f"patch of {getattr(owner, '__name__', type(owner).__name__)}.{name}",
+            "the model never called it through that name: a module that imported the function "
+            "itself (from ... import f) holds its own reference, so patch that module's name; "
+            "nn.MultiheadAttention in eval mode may take a fused path that calls no Python "
+            "function (hook the module instead: cap.hook(mha))")
 
     def config(self, segments=None, grid=None, softmax_scale=None):
         if not self.captured:
@@ -178,6 +251,32 @@ class BlockCapture:
                                    f"the stage's shape {shape} needs {_numel(shape)}")
             out[stage] = t.reshape(shape)
         return out
+
+
+def _mha_projections(module, inputs):
+    """q, k, v [B, S, H, D] of an nn.MultiheadAttention call's query, key, value, with its own
+    in-projection weights (torch.nn.functional.multi_head_attention_forward's first step)."""
+    import torch
+
+    if module.bias_k is not None or module.add_zero_attn:
+        raise CaptureError("nn.MultiheadAttention with add_bias_kv or add_zero_attn: the extra "
+                           "key/value rows are not a fixture's attention")
+    E, H = module.embed_dim, module.num_heads
+    if module._qkv_same_embed_dim:
+        weights = module.in_proj_weight.chunk(3)
+    else:
+        weights = (module.q_proj_weight, module.k_proj_weight, module.v_proj_weight)
+    biases = module.in_proj_bias.chunk(3) if module.in_proj_bias is not None else (None,) * 3
+    out = []
+    with torch.no_grad():
+        for x, w, b in zip(inputs, weights, biases):
+            if x.dim() == 2:  # unbatched [S, E]
+                x = x.unsqueeze(0 if module.batch_first else 1)
+            if not module.batch_first:
+                x = x.transpose(0, 1)  # [S, B, E] -> [B, S, E]
+            p = torch.nn.functional.linear(x, w, b)
+            out.append(p.reshape(p.shape[0], p.shape[1], H, E // H).detach().clone())
+    return out
 
 
 def _numel(shape):

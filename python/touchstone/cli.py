@@ -5,7 +5,7 @@ import json
 import os
 import sys
 
-from . import kernels
+from . import _deps, kernels, tables
 from .schema import CaptureError
 
 PROG = "python3 -m touchstone"
@@ -60,9 +60,12 @@ def _parser():
                    help="auto: cuda where a device is, else cpu")
     r.add_argument("--layout", default=None, choices=("BHSD", "BSHD"),
                    help="a user kernel's layout (default BHSD, or its touchstone_layout attribute)")
-    r.add_argument("--reps", type=int, default=20, help="timed calls (default 20)")
-    r.add_argument("--warmup", type=int, default=3)
-    r.add_argument("--rotate", type=int, default=3, help="input copies cycled through while timing")
+    t = tables.REPLAY_TIMING  # core/timing_defaults.hpp, the one table of timing defaults
+    r.add_argument("--reps", type=int, default=t["reps"], help=f"timed calls (default {t['reps']})")
+    r.add_argument("--warmup", type=int, default=t["warmup"],
+                   help=f"untimed calls first (default {t['warmup']})")
+    r.add_argument("--rotate", type=int, default=t["rotate"],
+                   help=f"input copies cycled through while timing (default {t['rotate']})")
     r.add_argument("--skip-failing", action="store_true",
                    help="several kernels: leave out one that fails to build or in the first warm-up "
                         "round (listed in the result) instead of failing the run")
@@ -100,7 +103,9 @@ def _parser():
                "module, or bad input.")
     s.add_argument("touchstone", nargs="?", default="./build-gpu/touchstone",
                    help="the touchstone binary (default ./build-gpu/touchstone)")
-    s.add_argument("--presets", default="sm121 sm90", help='default "sm121 sm90"')
+    one_each = " ".join(tables.SAGE2_ONE_PER_FUNCTION)
+    s.add_argument("--presets", default=one_each,
+                   help=f'default "{one_each}": one preset per real SageAttention function')
     s.add_argument("--out", default="fidelity-out")
     s.add_argument("--target", type=float, default=2e-3)
     s.add_argument("--seed", type=int, default=7)
@@ -170,10 +175,24 @@ def _fidelity(a):
     return code
 
 
+def _missing(e, cmd=None):
+    """One line for a missing package (exit 2); other import errors as they are."""
+    where = f"{PROG} {cmd}" if cmd else PROG
+    what = _deps.message(_deps.missing(e), sys.executable) if _deps.missing(e) else str(e)
+    print(f"{where}: error: {what}", file=sys.stderr)
+    return 2
+
+
 def main(argv=None):
-    a = _parser().parse_args(argv)
+    try:
+        parser = _parser()  # sage-fidelity's help text comes from a module that needs h5py
+    except ModuleNotFoundError as e:
+        return _missing(e)
+    a = parser.parse_args(argv)
     try:
         return {"replay": _replay, "from-npz": _from_npz, "sage-fidelity": _fidelity}[a.cmd](a)
+    except ModuleNotFoundError as e:
+        return _missing(e, a.cmd)
     except (CaptureError, ImportError, OSError, KeyError, json.JSONDecodeError) as e:
         print(f"{PROG} {a.cmd}: error: {e}", file=sys.stderr)
         return 2

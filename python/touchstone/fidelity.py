@@ -25,7 +25,7 @@ import os
 import subprocess
 import sys
 
-from . import kernels, replay
+from . import kernels, replay, tables
 from .fixture_io import read_fixture
 from .schema import CaptureError
 
@@ -83,7 +83,7 @@ class _Touchstone:
         return json.loads(r.stdout) if json_out else r.stdout
 
 
-def run(touchstone, out, presets=("sm121", "sm90"), target=2e-3, seed=7, fixture_preset="ci",
+def run(touchstone, out, presets=tables.SAGE2_ONE_PER_FUNCTION, target=2e-3, seed=7, fixture_preset="ci",
         device="auto", reps=5, mistrust_ratio=4.0, ceiling_tflops=5000.0, log=sys.stderr):
     """Runs the check; returns (report dict, exit code 0 / 1 / 2)."""
     ts = _Touchstone(touchstone)

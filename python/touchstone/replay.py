@@ -14,7 +14,7 @@ import uuid
 import h5py
 import numpy as np
 
-from . import layouts, sage, storage
+from . import layouts, sage, storage, tables
 from .fixture_io import _fixture_geometry, add_outputs
 from .schema import CaptureError
 
@@ -97,7 +97,8 @@ def _names(kernels_, name):
     return names
 
 
-def replay(fixture, kernel, *, name=None, device="auto", reps=20, warmup=3, rotate=3, dump=False,
+def replay(fixture, kernel, *, name=None, device="auto", reps=tables.REPLAY_TIMING["reps"],
+           warmup=tables.REPLAY_TIMING["warmup"], rotate=tables.REPLAY_TIMING["rotate"], dump=False,
            compress=False, torch=None, skip_failing=False):
     """Runs `kernel` (a kernels.Kernel, or a list of them: timed interleaved in one timing run)
     on the fixture, stores /outputs/<name>/attention and /timings/<name> for each (in one write)

@@ -1,4 +1,4 @@
-"""Element types as fixtures store them (fixture-schema.md "Element types"): torch or numpy
+"""Element types as fixtures store them (docs/fixture-format.md "Element types"): torch or numpy
 in, numpy as stored out, and back."""
 import numpy as np
 

@@ -117,3 +117,50 @@ TEST_CASE("size preset table: no second list of preset names in the C++ sources"
   for (const auto& o : offences) UNSCOPED_INFO(o);
   CHECK(offences.empty());
 }
+
+#include "python_code_lines.hpp"
+
+namespace {
+
+// Offences of Python code lines: a line naming four or more stages (a list or a table of
+// shapes), or one of the /config rules' phrases (a second validation).
+std::vector<std::string> python_stage_copies(const std::vector<ts_test::CodeLine>& lines) {
+  std::set<std::string> names;
+  for (const auto& s : ts::block_stage_table()) names.insert(s.name);
+  static const std::regex quoted("[\"']([a-z0-9_]+)[\"']");
+  static const std::vector<std::string> rule_phrases = {"must be even", "multiple of 6", "must be > 0",
+                                                        "no gap, no overlap", "video|cond"};
+  std::vector<std::string> offences;
+  for (const auto& l : lines) {
+    std::set<std::string> seen;
+    for (std::sregex_iterator m(l.text.begin(), l.text.end(), quoted), end; m != end; ++m)
+      if (names.count((*m)[1])) seen.insert((*m)[1]);
+    if (seen.size() >= 4) offences.push_back(l.where + ": a list of stage names");
+    static const std::regex shape_entry("[\"']([a-z0-9_]+)[\"']\\s*:\\s*\\(");
+    for (std::sregex_iterator m(l.text.begin(), l.text.end(), shape_entry), end; m != end; ++m)
+      if (names.count((*m)[1])) offences.push_back(l.where + ": a stage's shape (\"" + (*m)[1].str() + "\": (...))");
+    for (const auto& p : rule_phrases)
+      if (l.text.find(p) != std::string::npos) offences.push_back(l.where + ": a /config rule (\"" + p + "\")");
+  }
+  return offences;
+}
+
+}  // namespace
+
+TEST_CASE("stage table: the Python package holds no copy of the stages or the /config rules") {
+  // The scan itself finds a copy, and leaves prose alone.
+  std::istringstream planted(
+      "\"\"\"norm1, qkv, fc1, fc2 in a docstring\"\"\"\n"
+      "# \"norm1\", \"qkv\", \"fc1\", \"fc2\" in a comment\n"
+      "STAGES = (\"norm1\", \"modulate1\", \"qkv\", \"q_rope\")\n"
+      "shapes = {\"fc1\": (S, 2 * F), \"video\": (1, 2)}\n"
+      "    raise E(f\"head_dim must be even, got {d}\")\n");
+  CHECK(python_stage_copies(ts_test::python_code_lines(planted, "planted.py")).size() == 3);
+
+  int files = 0;
+  const auto lines = ts_test::python_package_code_lines(TOUCHSTONE_SOURCE_DIR, &files);
+  CHECK(files >= 10);  // the walk found the package
+  const auto offences = python_stage_copies(lines);
+  for (const auto& o : offences) UNSCOPED_INFO(o);
+  CHECK(offences.empty());
+}

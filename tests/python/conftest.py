@@ -12,6 +12,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, HERE)  # block_model, user_kernels
 STAND_IN = os.path.join(HERE, "sageattention_stand_in")
+# touchstone.testing's fixtures (tiny_fixture, ...) and --touchstone-reports (docs/python.md).
+pytest_plugins = ["touchstone.pytest_plugin"]
 
 
 def _cli():
@@ -47,3 +49,17 @@ def python_module(*args, env=None):
     e["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "python"), HERE] + list(env or []))
     return subprocess.run([sys.executable, "-m", "touchstone", *map(str, args)],
                           capture_output=True, text=True, env=e)
+
+
+@pytest.fixture
+def extension():
+    """Tests of the in-process API need touchstone._core: where the build made one
+    (TOUCHSTONE_REQUIRE_EXTENSION=1, set by ctest), its absence fails them; elsewhere (an
+    interpreter the extension was not built for) they are skipped, saying why."""
+    from touchstone import _native
+
+    if _native.core() is None:
+        why = f"no touchstone._core for {sys.executable}: {_native.why_not()}"
+        if os.environ.get("TOUCHSTONE_REQUIRE_EXTENSION") == "1":
+            pytest.fail(why)
+        pytest.skip(why)

@@ -116,3 +116,23 @@ TEST_CASE("the sage2 preset table drives the factory, its errors and its default
   CHECK_THROWS_AS(sage2_preset("nope"), InputError);
   CHECK(sage2_preset_names("|").find('|') != std::string::npos);
 }
+
+#include "python_code_lines.hpp"
+
+TEST_CASE("sage2 preset names appear in the Python package's code nowhere (it reads the table)") {
+  // Python names kernels after presets (sageattn_sm90), so a name may follow an underscore.
+  static const std::regex name(R"((\b|_)sm_?[0-9]{2,3}[a-z]?\b)", std::regex::icase);
+  std::istringstream planted(
+      "\"\"\"sm90 in prose\"\"\"\nPRESETS = {\"sageattn_sm121\": 1}  # sm89\nP = (\"sm90\",)\nK = f\"sageattn_{p}\"\n");
+  int planted_hits = 0;
+  for (const auto& l : ts_test::python_code_lines(planted, "planted.py")) planted_hits += std::regex_search(l.text, name);
+  CHECK(planted_hits == 2);  // the two code lines, not the docstring, the comment or the f-string
+
+  int files = 0;
+  std::vector<std::string> hits;
+  for (const auto& l : ts_test::python_package_code_lines(TOUCHSTONE_SOURCE_DIR, &files))
+    if (std::regex_search(l.text, name)) hits.push_back(l.where + ": " + l.text);
+  CHECK(files >= 10);
+  for (const auto& h : hits) UNSCOPED_INFO("preset name in Python code: " << h);
+  CHECK(hits.empty());
+}

@@ -1,0 +1,94 @@
+"""Done-means 1 of issue 25: written only against docs/python.md ("touchstone.testing",
+"pytest"): a good kernel and a broken one (one head x 1.05) through assert_sage_like and
+assert_gate; the broken one fails with a message naming the rule and the head."""
+import os
+import re
+
+import numpy as np
+import pytest
+import torch
+
+import touchstone
+from touchstone.testing import assert_gate, assert_sage_like
+
+pytestmark = pytest.mark.usefixtures("extension")
+
+
+def good_attention(q, k, v, softmax_scale):
+    """Attention in float32 on [1, H, S, D]."""
+    p = torch.softmax(torch.matmul(q.float(), k.float().transpose(-1, -2)) * softmax_scale, dim=-1)
+    return torch.matmul(p, v.float()).to(q.dtype)
+
+
+def one_head_scaled(q, k, v, softmax_scale):
+    """The good kernel with head 0's output scaled by 1.05."""
+    out = good_attention(q, k, v, softmax_scale).float()
+    out[:, 0] *= 1.05
+    return out.to(q.dtype)
+
+
+def test_a_good_kernel_is_sage_like(tiny_fixture):
+    verdict = assert_sage_like(tiny_fixture, good_attention)
+    assert verdict.verdict == "ACCEPT" and verdict.accepted
+    by_id = {o.id: o for o in verdict.outcomes}
+    assert by_id["head_gain"].status == "pass" and by_id["head_gain"].figure < 0.01
+    assert by_id["sage_like"].bound == "<= 0.04"
+
+
+def test_a_kernel_scaling_one_head_fails_naming_the_rule_and_the_head(tiny_fixture):
+    with pytest.raises(AssertionError) as e:
+        assert_sage_like(tiny_fixture, one_head_scaled)
+    msg = str(e.value)
+    assert msg.startswith("stored:one_head_scaled on ") and ": REJECT by gate " in msg.splitlines()[0]
+    lines = [l for l in msg.splitlines() if "head_gain" in l and "[fail]" in l]
+    assert lines, msg
+    # The figure is the head's gain error, 0.05 (bf16 storage moves it in the 3rd digit).
+    figures = [float(x) for x in re.findall(r"\d+\.\d+(?:e-?\d+)?", lines[0])]
+    assert any(abs(f - 0.05) < 0.003 for f in figures), lines[0]
+    # The head: gate messages name the worst head once gates/verdict.cpp does (h23a); when the
+    # line names one, it must be head 0.
+    named = re.findall(r"\bhead\s*[=:#]?\s*(\d+)", lines[0])
+    if named:
+        assert named[0] == "0", lines[0]
+    assert "rules not passed: " in msg and "head_gain: " in msg.splitlines()[-2]
+    kept = msg.splitlines()[-1]
+    assert kept.startswith("(the fixture with the candidate's output: ")
+    path = kept[len("(the fixture with the candidate's output: "):-1]
+    assert os.path.isfile(path)
+    assert "one_head_scaled" in touchstone.read_fixture(path).outputs
+
+
+def test_tensor_and_stored_candidates_and_an_untouched_fixture(tiny_fixture, touchstone_load,
+                                                              tmp_path):
+    before = touchstone_load(tiny_fixture)
+    fx = touchstone.read_fixture(tiny_fixture)
+    q, k, v = (torch.from_numpy(np.asarray(a, dtype=np.float32)).permute(1, 0, 2).unsqueeze(0)
+               for a in (fx.q, fx.k, fx.v))
+    out = good_attention(q, k, v, fx.softmax_scale)
+    assert_gate(tiny_fixture, out, layout="BHSD", gate="sage_compat", name="mine").accepted
+    bad = one_head_scaled(q, k, v, fx.softmax_scale)[0].permute(1, 0, 2).numpy()  # [S, H, D]
+    with pytest.raises(AssertionError, match="head_gain"):
+        assert_gate(tiny_fixture, bad, gate="sage_compat")
+    after = touchstone_load(tiny_fixture)
+    assert after.outputs == before.outputs == []
+    # The name of a stored output (here in a copy that holds the good kernel's output).
+    import shutil
+
+    copy = str(tmp_path / "with_output.h5")
+    shutil.copyfile(tiny_fixture, copy)
+    touchstone.add_output(copy, "mine", out[0].permute(1, 0, 2))
+    assert assert_gate(copy, "mine").candidate == "stored:mine"
+    assert touchstone_load(copy).outputs == ["mine"]
+
+
+def test_reports_go_where_the_plugin_option_says(tiny_fixture, tmp_path, monkeypatch):
+    from touchstone import testing
+
+    monkeypatch.setattr(testing, "report_dir", str(tmp_path))
+    assert_sage_like(tiny_fixture, good_attention)
+    assert_sage_like(tiny_fixture, good_attention)
+    name = "test_reports_go_where_the_plugin_option_says"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        f"{name}-2.html", f"{name}-2.junit.xml", f"{name}.html", f"{name}.junit.xml"]
+    assert "<testsuite" in (tmp_path / f"{name}.junit.xml").read_text()
+    assert (tmp_path / f"{name}.html").read_text().lstrip().lower().startswith("<!doctype html")

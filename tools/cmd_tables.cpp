@@ -1,0 +1,75 @@
+// touchstone tables [--json] [--config FILE|-]: the tables other languages
+// read instead of keeping copies (drivers/tables.hpp), and the one /config
+// completion and validation (core/config_json.hpp) for writers that have no
+// extension to call it in-process.
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+
+#include "core/config_json.hpp"
+#include "core/error.hpp"
+#include "drivers/tables.hpp"
+#include "tools/command.hpp"
+
+namespace cmd_tables {
+
+struct Opts {
+  ts::cli::ReportTarget json;
+  std::string config;
+};
+
+int run(const Opts& o) {
+  if (!o.config.empty()) {
+    std::string text;
+    if (o.config == "-") {
+      text.assign(std::istreambuf_iterator<char>(std::cin), {});
+    } else {
+      std::ifstream in(o.config);
+      if (!in) throw ts::InputError(o.config + ": cannot open the /config JSON file");
+      text.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    const std::string where = o.config == "-" ? "config (stdin)" : o.config;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(text);
+    } catch (const std::exception&) {
+      throw ts::InputError(where + ": not valid JSON");
+    }
+    std::cout << ts::config_to_json(ts::config_from_json(j, where)).dump() << "\n";
+    return ts::kPass;
+  }
+  const nlohmann::json t = ts::export_tables();
+  if (o.json.on()) {
+    o.json.emit(t.dump(2) + "\n");
+    if (o.json.to_stdout()) return ts::kPass;
+  }
+  std::cout << "touchstone " << t["version"].get<std::string>() << "\n";
+  std::cout << "stages:";
+  for (const auto& s : t["stages"]) std::cout << " " << s["name"].get<std::string>();
+  std::cout << "\nsage2 presets:";
+  for (const auto& p : t["sage2_presets"]) std::cout << " " << p["name"].get<std::string>();
+  std::cout << "\nfixture presets:";
+  for (const auto& p : t["fixture_presets"]) std::cout << " " << p["name"].get<std::string>();
+  const auto& g = t["timing"]["gate"];
+  const auto& r = t["timing"]["replay"];
+  std::cout << "\ntiming defaults: gate --pairs " << g["pairs"] << " --warmup " << g["warmup"] << " --rotate "
+            << g["rotate"] << "; python3 -m touchstone replay --reps " << r["reps"] << " --warmup "
+            << r["warmup"] << " --rotate " << r["rotate"] << "\n";
+  return ts::kPass;
+}
+
+ts::cli::Registration reg{
+    "tables",
+    "The stage, preset and timing tables (for Python and other readers), and /config validation",
+    [](CLI::App& app) -> ts::cli::Action {
+      auto o = std::make_shared<Opts>();
+      ts::cli::add_json_option(app, o->json, "every table");
+      app.add_option("--config", o->config,
+                     "a /config as JSON (FILE or - for stdin): print it completed with the defaults, "
+                     "or exit 2 naming the rule it breaks");
+      ts::cli::set_example(app, "touchstone tables --json   |   echo '{...}' | touchstone tables --config -");
+      return [o] { return run(*o); };
+    }};
+
+}  // namespace cmd_tables
