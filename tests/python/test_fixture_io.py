@@ -113,7 +113,11 @@ def test_add_output_stores_the_schema_attributes_and_keeps_other_outputs(ts, tmp
     out = torch.randn(72, 2, 32)
     tsp.add_output(path, "mine", out, [2.0, 1.0, 3.0], clock="host_steady", params={"a": 1})
     tsp.add_output(path, "other", out.permute(1, 0, 2).unsqueeze(0), layout="BHSD", compress=True)
-    with h5py.File(path, "r") as f:
+    # Each output in a file of its own (docs/fixture-format.md), listed by output_files.
+    files = fixture_io.output_files(path)
+    assert sorted(files) == ["exact", "mine", "other"]
+    assert files["mine"] == path + ".outputs/mine.h5"
+    with h5py.File(files["mine"], "r") as f, h5py.File(files["other"], "r") as g:
         ds = f["outputs/mine/attention"]
         assert ds.dtype == np.uint16 and ds.attrs["dtype"] == "bfloat16"  # the fixture's type
         assert ds.attrs["backend"] == "mine" and ds.attrs["params"] == '{"a": 1}'
@@ -121,9 +125,11 @@ def test_add_output_stores_the_schema_attributes_and_keeps_other_outputs(ts, tmp
         t = f["timings/mine"]
         assert t.dtype == np.float64 and list(t[()]) == [2.0, 1.0, 3.0]
         assert t.attrs["clock"] == "host_steady"
-        assert "timings/other" not in f and sorted(f["outputs"]) == ["exact", "mine", "other"]
-        assert f["outputs/other/attention"].compression == "gzip" and ds.compression is None
-        assert np.array_equal(f["outputs/mine/attention"][()], f["outputs/other/attention"][()])
+        assert "timings" not in g and list(g["outputs"]) == ["other"]
+        assert g["outputs/other/attention"].compression == "gzip" and ds.compression is None
+        assert np.array_equal(f["outputs/mine/attention"][()], g["outputs/other/attention"][()])
+    with h5py.File(path, "r") as f:
+        assert "outputs" not in f  # the inputs file is never rewritten
     assert torch.equal(tsp.read_tensor(path, "/outputs/mine/attention", torch=torch),
                        out.to(torch.bfloat16))
     assert ts("fixture", "validate", path).stdout.startswith("ok")
@@ -134,7 +140,8 @@ def test_add_output_stores_the_schema_attributes_and_keeps_other_outputs(ts, tmp
     fx = tsp.read_fixture(path)
     assert fx.outputs == ["exact", "mine", "other"]
     assert tsp.read_timings(path, "mine") == (pytest.approx([5.0]), "device_events")
-    assert sorted(os.listdir(tmp_path)) == ["f.h5"]
+    assert sorted(os.listdir(tmp_path)) == ["f.h5", "f.h5.outputs"]
+    assert sorted(os.listdir(path + ".outputs")) == ["exact.h5", "mine.h5", "other.h5"]
 
 
 @pytest.mark.parametrize("args, match", [
@@ -176,8 +183,7 @@ def test_add_output_waits_for_the_writers_lock(tmp_path):
         th.start()
         time.sleep(0.5)
         assert not done  # still waiting
-        with h5py.File(path, "r") as f:
-            assert "outputs" not in f
+        assert not fixture_io.output_files(path)
     th.join(10)
     assert done and tsp.read_fixture(path).outputs == ["late"]
     assert not os.path.exists(path + ".lock")
