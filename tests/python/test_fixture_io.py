@@ -251,3 +251,37 @@ def test_a_cpp_writer_waits_for_the_python_writers_lock(ts, tmp_path):
         assert p.poll() is None
     p.communicate(timeout=120)
     assert p.returncode == 0 and tsp.read_fixture(path).outputs == ["exact"]
+
+
+def test_python_digests_are_the_ones_touchstone_verifies(ts, tmp_path):
+    """write_fixture stores each input's digest (hashlib, docs/fixture-format.md "Digests and
+    identity"); touchstone accepts them as sealed, with the same identity, across several 4 MiB
+    leaves; a flipped bit is refused by both readers, naming the dataset."""
+    from touchstone.schema import attention_config
+    S, H, D = 8192, 4, 64  # q in float32: 8 MiB, two leaves
+    g = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(S, H, D, generator=g) for _ in range(3))
+    path = str(tmp_path / "py.h5")
+    tsp.write_fixture(path, q, k, v.to(torch.bfloat16), attention_config(S, H, D), model="m")
+    info = ts.json("fixture", "validate", path)
+    assert info["sealed"] is True and info["unsealed"] == []
+    with h5py.File(path, "r") as f:
+        digests = {n: f["attention/" + n].attrs["digest"] for n in "qkv"}
+        assert fixture_io.tree_digest(f["attention/q"][()]) == digests["q"]
+    ins = ts.json("fixture", "inspect", path)
+    assert ins["identity"]["sealed"] is True
+    read = {d["path"]: d["digest_read"] for d in ins["objects"] if "digest_read" in d}
+    assert all(read[f"/attention/{n}"] == digests[n] for n in "qkv")
+    assert info["identity"] == ins["identity"]["identity"]
+    assert tsp.read_fixture(path).sealed
+    # One bit of q on disk.
+    needle = q.numpy()[:4].tobytes()[:64]
+    blob = bytearray(open(path, "rb").read())
+    at = blob.find(needle)
+    assert at > 0 and blob.find(needle, at + 1) < 0
+    blob[at + 5] ^= 1
+    open(path, "wb").write(bytes(blob))
+    r = ts("fixture", "validate", path, expect=2)
+    assert f"{path}: /attention/q: content does not match its digest" in r.stderr
+    with pytest.raises(tsp.CaptureError, match="/attention/q: content does not match its digest"):
+        tsp.read_fixture(path)
