@@ -1,4 +1,4 @@
-// touchstone fixture synth | inspect | validate | rm-output
+// touchstone fixture synth | inspect | validate | rm-output | seal | migrate
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "fixtures/fixture.hpp"
+#include "fixtures/identity.hpp"
 #include "fixtures/synth.hpp"
 #include "tools/command.hpp"
 
@@ -94,6 +95,13 @@ Registration inspect_reg{
           if (o->json.to_stdout()) return ts::kPass;
         }
         std::cout << o->file << "\n";
+        const auto& id = j["identity"];
+        std::cout << "  identity " << id["identity"].get<std::string>()
+                  << (id["sealed"].get<bool>() ? " (sealed" : " (not sealed: computed from the data")
+                  << (id["intact"].get<bool>() ? "" : "; DIGEST MISMATCH, see digest_ok below")
+                  << ")\n";
+        for (const auto& side : j["output_files"])
+          std::cout << "  output file " << side.get<std::string>() << "\n";
         for (auto it = j["attrs"].begin(); it != j["attrs"].end(); ++it)
           std::cout << "  @" << it.key() << " = " << attr_text(it.value()) << "\n";
         for (const auto& obj : j["objects"]) {
@@ -175,6 +183,70 @@ Registration rm_output_reg{
           return ts::kPass;
         }
         for (const auto& r : removed) std::cout << o->file << ": removed " << r << "\n";
+        return ts::kPass;
+      };
+    }};
+
+Registration seal_reg{
+    "fixture seal",
+    "Store a content digest in every input dataset of a fixture written without them",
+    [](CLI::App& app) -> Action {
+      struct Opts {
+        std::string file;
+        ts::cli::ReportTarget json;
+      };
+      auto o = std::make_shared<Opts>();
+      app.add_option("file", o->file, "fixture file (HDF5)")->required();
+      ts::cli::add_json_option(app, o->json, "the identity and the digests");
+      app.footer(
+          "Digests already stored are verified first (a mismatch is exit 2: the data changed since "
+          "it was sealed). The file is rewritten once, to a temporary renamed over it (crash-safe); "
+          "a sealed fixture is left as it is. docs/fixture-format.md \"Digests and identity\".");
+      ts::cli::set_example(app, "touchstone fixture seal old.h5");
+      return [o]() -> int {
+        const ts::FixtureIdentity id = ts::seal_fixture(o->file);
+        if (o->json.on()) {
+          o->json.emit(nlohmann::json{{"file", o->file}, {"identity", id.identity},
+                                      {"sealed", id.sealed}, {"digests", id.digests}}
+                           .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+                       "\n");
+          if (o->json.to_stdout()) return ts::kPass;
+        }
+        std::cout << o->file << ": sealed, " << id.digests.size() << " input datasets, identity "
+                  << id.identity << "\n";
+        return ts::kPass;
+      };
+    }};
+
+Registration migrate_reg{
+    "fixture migrate",
+    "Move the outputs a fixture holds inside it to files of their own (F.outputs/NAME.h5)",
+    [](CLI::App& app) -> Action {
+      struct Opts {
+        std::string file;
+        bool json = false;
+      };
+      auto o = std::make_shared<Opts>();
+      app.add_option("file", o->file, "fixture file (HDF5)")->required();
+      app.add_flag("--json", o->json, "machine-readable output");
+      app.footer(
+          "Fixtures written before side files hold /outputs and /timings inside; every read "
+          "still works, and each later write of one output moves that one out. This moves all "
+          "of them and rewrites the fixture once without them (crash-safe: each side file is "
+          "renamed into place before the fixture is replaced). docs/fixture-format.md "
+          "\"Outputs in files of their own\".");
+      ts::cli::set_example(app, "touchstone fixture migrate block24.h5");
+      return [o]() -> int {
+        const auto moved = ts::migrate_fixture(o->file);
+        if (o->json) {
+          std::cout << nlohmann::json{{"file", o->file}, {"moved", moved}}.dump(
+                           2, ' ', false, nlohmann::json::error_handler_t::replace)
+                    << "\n";
+          return ts::kPass;
+        }
+        if (moved.empty()) std::cout << o->file << ": no embedded outputs; nothing to move\n";
+        for (const auto& n : moved)
+          std::cout << o->file << ": moved " << n << " to " << ts::output_file(o->file, n) << "\n";
         return ts::kPass;
       };
     }};

@@ -1,15 +1,20 @@
-"""The one place the package writes fixtures (fixture-schema.md): whole new fixtures
+"""The one place the package writes fixtures (docs/fixture-format.md): whole new fixtures
 (write_fixture, write_block_fixture) and a kernel's output and timings added to one
-(add_output). Every write goes to a temporary "F.tmp.<pid>.<n>" beside F and is renamed over F
+(add_output). Inputs live in F, each carrying its content digest (tree_digest, the same as
+touchstone's C++ fixtures/digest.hpp); each output lives in a file of its own,
+F.outputs/NAME.h5 (output_files lists them), so adding one costs what the output weighs. Every
+write goes to a temporary "<file>.tmp.<pid>.<n>" beside its target and is renamed over it
 only when complete, under the writers' lock "F.lock" that touchstone's C++ writers take too
 (flock; the holder removes the lock file before releasing it), so two writers of one fixture,
 C++ or Python, never lose each other's outputs."""
 import contextlib
 import datetime
 import fcntl
+import hashlib
 import itertools
 import json
 import os
+import shutil
 import sys
 
 import h5py
@@ -20,6 +25,83 @@ from .schema import (CLOCKS, INT_KEYS, SCHEMA, VERSION, CaptureError, full_confi
                      stage_shape, tokens)
 
 _counter = itertools.count()
+
+DIGEST_SCHEME = "sha256-tree-4MiB"
+_LEAF = 1 << 22
+OUTPUT_SCHEMA = "touchstone.output/1"
+
+
+def tree_digest(a):
+    """The content digest of a stored array (docs/fixture-format.md "Digests and identity"):
+    SHA-256 of the concatenated SHA-256s of its little-endian C-order bytes in 4 MiB leaves
+    (bfloat16 as its uint16 bits), as "sha256-tree-4MiB:<hex>"."""
+    a = np.ascontiguousarray(a)
+    if a.dtype.byteorder == ">":
+        a = a.astype(a.dtype.newbyteorder("<"))
+    mv = memoryview(a.reshape(-1).view(np.uint8)) if a.size else memoryview(b"")
+    root = hashlib.sha256()
+    for at in range(0, len(mv), _LEAF):
+        root.update(hashlib.sha256(mv[at:at + _LEAF]).digest())
+    return f"{DIGEST_SCHEME}:{root.hexdigest()}"
+
+
+def _is_input(path):
+    return path in ("/attention/q", "/attention/k", "/attention/v", "/attention/observed") or \
+        path.startswith("/block/")
+
+
+def verify_digest(ds, stored=None):
+    """Raises CaptureError when dataset `ds` (an input) does not match its stored digest; returns
+    the digest read, or None for a dataset written before digests (unsealed)."""
+    tag = ds.attrs.get("digest")
+    if tag is None:
+        return None
+    tag = tag.decode() if isinstance(tag, bytes) else str(tag)
+    got = tree_digest(ds[()] if stored is None else stored)
+    if got != tag:
+        raise CaptureError(f"{ds.file.filename}: {ds.name}: content does not match its digest "
+                           f"(stored {tag.split(':')[-1][:12]}..., read {got.split(':')[-1][:12]}"
+                           "...): the data changed after the fixture was written (bit rot, a bad "
+                           "copy, an edit)")
+    return got
+
+
+def outputs_folder(path):
+    """F.outputs: the folder of F's output files."""
+    return path + ".outputs"
+
+
+def output_files(path):
+    """{name: file} of every output of fixture `path`: F.outputs/NAME.h5, or `path` itself for
+    an output a fixture from before output files holds inside. Each file holds /outputs/NAME and
+    /timings/NAME, so with h5py:
+
+        for name, file in output_files("f.h5").items():
+            with h5py.File(file, "r") as f:
+                out = f[f"outputs/{name}/attention"]
+    """
+    found = {}
+    with contextlib.suppress(OSError):
+        with h5py.File(path, "r") as f:
+            for top in ("outputs", "timings"):
+                for name in (f[top] if top in f else []):
+                    found[name] = path
+    folder = outputs_folder(path)
+    if os.path.isdir(folder):
+        for n in sorted(os.listdir(folder)):
+            if n.endswith(".h5") and not n.startswith("."):
+                found[n[:-3]] = os.path.join(folder, n)
+    return dict(sorted(found.items()))
+
+
+def _route(path, dataset):
+    """The file holding `dataset` ("/outputs/NAME/..." or "/timings/NAME" may be in a side file)."""
+    parts = dataset.strip("/").split("/")
+    if len(parts) >= 2 and parts[0] in ("outputs", "timings"):
+        side = os.path.join(outputs_folder(path), parts[1] + ".h5")
+        if os.path.exists(side):
+            return side
+    return path
 
 
 def _now():
@@ -72,9 +154,19 @@ def remove_stale_temps(path):
     """Removes "F.tmp.<pid>.<n>" temporaries of writers that no longer run (killed mid-write);
     call with the writers' lock held. Returns how many."""
     folder, base = os.path.split(os.path.abspath(path))
-    prefix, removed = base + ".tmp.", 0
+    removed = _remove_stale_in(folder, base + ".tmp.")
+    side = outputs_folder(os.path.abspath(path))
+    return removed + (_remove_stale_in(side, None) if os.path.isdir(side) else 0)
+
+
+def _remove_stale_in(folder, prefix):
+    removed = 0
     for name in os.listdir(folder):
-        rest = name[len(prefix):].split(".") if name.startswith(prefix) else []
+        if prefix is None:  # any "<name>.tmp.<pid>.<n>" (side files' temporaries)
+            at = name.rfind(".tmp.", 0, max(len(name) - 4, 0))
+            rest = name[at + 5:].split(".") if at > 0 else []
+        else:
+            rest = name[len(prefix):].split(".") if name.startswith(prefix) else []
         if len(rest) != 2 or not all(r.isdigit() for r in rest) or int(rest[0]) in (0, os.getpid()):
             continue
         try:
@@ -130,6 +222,8 @@ def _write(f, path, x, compress=False, bf16_bits=False, attrs=None, stored=None)
     ds = f.create_dataset(path, data=a, **_chunked(a, compress))
     if name == "bfloat16":
         ds.attrs["dtype"] = "bfloat16"
+    if _is_input(path):
+        ds.attrs["digest"] = tree_digest(a)
     for key, value in (attrs or {}).items():
         ds.attrs[key] = value
     return ds
@@ -194,6 +288,10 @@ def write_fixture(path, q, k, v, config, *, model, source="captured", block_inde
                 if rel == "modulation_row":
                     t = np.asarray(t.detach().cpu().numpy() if hasattr(t, "detach") else t, np.int32)
                 _write(f, "/block/" + rel, t, compress, bf16_bits)
+        # The replaced fixture's outputs go before the new inputs appear (never new inputs
+        # beside outputs computed from others).
+        if os.path.isdir(outputs_folder(path)):
+            shutil.rmtree(outputs_folder(path))
 
 
 def write_block_fixture(path, config, *, x, modulation, positions, weights, stages,
@@ -303,12 +401,29 @@ def add_outputs(fixture, entries, *, compress=False):
             _shape_check(f"{fixture}: /outputs/{name}/attention", out, shape)
             stored_all.append(storage.cast_like(out, kind if kind in (
                 "bfloat16", "float16", "float32", "float64") else "float32"))
-        skip = {p for name in names for p in (f"/outputs/{name}", f"/timings/{name}")}
-        with _temp_beside(fixture) as tmp:
-            with h5py.File(fixture, "r") as src, h5py.File(tmp, "w-") as dst:
-                _copy_except(src, dst, skip)
-                for (name, _, t, clock, params, inter, tattrs), stored in zip(prepared, stored_all):
+        with h5py.File(fixture, "r") as src:
+            legacy = {n for n in names if f"outputs/{n}" in src or f"timings/{n}" in src}
+        os.makedirs(outputs_folder(fixture), exist_ok=True)
+        # Each output in its own file (an earlier output of a name is replaced with its
+        # timings): the cost is that of the outputs alone. Every file is written before any
+        # is renamed into place, so an error stores none of them.
+        with contextlib.ExitStack() as stack:
+            for (name, _, t, clock, params, inter, tattrs), stored in zip(prepared, stored_all):
+                tmp = stack.enter_context(_temp_beside(os.path.join(outputs_folder(fixture), name + ".h5")))
+                with h5py.File(tmp, "w-") as dst:
+                    dst.attrs["schema"] = OUTPUT_SCHEMA
+                    dst.attrs["output"] = name
                     _write_one(dst, name, stored, t, clock, params, inter, tattrs, compress)
+        if legacy:
+            # A fixture from before output files holding these names inside: dropped from it,
+            # one copy of the fixture (what every write cost before).
+            print(f"touchstone: {fixture} holds its outputs inside (a fixture from before side "
+                  "files); rewriting it once without " + ", ".join(sorted(legacy)) +
+                  " ('touchstone fixture migrate' moves all)", file=sys.stderr)
+            skip = {p for n in legacy for p in (f"/outputs/{n}", f"/timings/{n}")}
+            with _temp_beside(fixture) as tmp:
+                with h5py.File(fixture, "r") as src, h5py.File(tmp, "w-") as dst:
+                    _copy_except(src, dst, skip)
 
 
 def _write_one(dst, name, stored, t, clock, params, intermediates, timing_attrs, compress):
@@ -378,10 +493,22 @@ class Fixture:
             self.config = {k: _plain(v) for k, v in f["config"].attrs.items()}
             self.config["segments"] = json.loads(self.config["segments"])
             self.dtype = storage.storage_dtype(f["attention/q"])
-            self.q, self.k, self.v = (storage.read_array(f["attention/" + n]) for n in "qkv")
-            self.outputs = sorted(f["outputs"]) if "outputs" in f else []
-            self.timings = sorted(f["timings"]) if "timings" in f else []
+            arrays = {}
+            self.sealed = True
+            for n in "qkv":
+                ds = f["attention/" + n]
+                raw = ds[()]
+                self.sealed = verify_digest(ds, raw) is not None and self.sealed
+                arrays[n] = storage.stored_to_array(ds, raw)
+            self.q, self.k, self.v = arrays["q"], arrays["k"], arrays["v"]
             self.block = sorted(_datasets(f["block"])) if "block" in f else []
+        self.outputs, self.timings = [], []
+        for name, file in output_files(path).items():
+            with h5py.File(file, "r") as g:
+                if f"outputs/{name}" in g:
+                    self.outputs.append(name)
+                if f"timings/{name}" in g:
+                    self.timings.append(name)
 
     @property
     def softmax_scale(self):
@@ -409,15 +536,18 @@ def read_fixture(path):
 def read_tensor(path, dataset, torch=None):
     """One dataset (e.g. "/outputs/exact/attention", "/block/stages/qkv"): numpy (bfloat16 as
     float32), or a torch tensor in its storage type when the torch module is passed."""
-    with h5py.File(path, "r") as f:
+    with h5py.File(_route(path, dataset), "r") as f:
         if dataset not in f or not isinstance(f[dataset], h5py.Dataset):
             raise CaptureError(f"{path}: {dataset}: no such dataset")
-        return storage.to_torch(f[dataset], torch) if torch else storage.read_array(f[dataset])
+        ds = f[dataset]
+        if _is_input("/" + dataset.strip("/")):
+            verify_digest(ds)
+        return storage.to_torch(ds, torch) if torch else storage.read_array(ds)
 
 
 def read_timings(path, name):
     """(samples in ms, clock or None) of /timings/<name> (timing_attrs() has the rest)."""
-    with h5py.File(path, "r") as f:
+    with h5py.File(_route(path, f"/timings/{name}"), "r") as f:
         ds = f.get(f"timings/{name}")
         if ds is None:
             raise CaptureError(f"{path}: /timings/{name}: no such dataset")
@@ -426,7 +556,7 @@ def read_timings(path, name):
 
 def timing_attrs(path, name):
     """Every attribute of /timings/<name> (clock, timing_run, device, round_order, ...)."""
-    with h5py.File(path, "r") as f:
+    with h5py.File(_route(path, f"/timings/{name}"), "r") as f:
         ds = f.get(f"timings/{name}")
         if ds is None:
             raise CaptureError(f"{path}: /timings/{name}: no such dataset")

@@ -65,7 +65,12 @@ def storage_dtype(ds):
 
 def read_array(ds):
     """A dataset's values as numpy: bfloat16 as float32 (exact), the rest as stored."""
-    kind, a = storage_dtype(ds), ds[()]
+    return stored_to_array(ds, ds[()])
+
+
+def stored_to_array(ds, a):
+    """read_array of values `a` already read from `ds` as stored (read once, digest and value)."""
+    kind = storage_dtype(ds)
     if kind == "bfloat16":
         return bf16_bits_to_float32(a)
     if kind == "float16" and a.dtype == np.uint16:

@@ -113,7 +113,11 @@ def test_add_output_stores_the_schema_attributes_and_keeps_other_outputs(ts, tmp
     out = torch.randn(72, 2, 32)
     tsp.add_output(path, "mine", out, [2.0, 1.0, 3.0], clock="host_steady", params={"a": 1})
     tsp.add_output(path, "other", out.permute(1, 0, 2).unsqueeze(0), layout="BHSD", compress=True)
-    with h5py.File(path, "r") as f:
+    # Each output in a file of its own (docs/fixture-format.md), listed by output_files.
+    files = fixture_io.output_files(path)
+    assert sorted(files) == ["exact", "mine", "other"]
+    assert files["mine"] == path + ".outputs/mine.h5"
+    with h5py.File(files["mine"], "r") as f, h5py.File(files["other"], "r") as g:
         ds = f["outputs/mine/attention"]
         assert ds.dtype == np.uint16 and ds.attrs["dtype"] == "bfloat16"  # the fixture's type
         assert ds.attrs["backend"] == "mine" and ds.attrs["params"] == '{"a": 1}'
@@ -121,9 +125,11 @@ def test_add_output_stores_the_schema_attributes_and_keeps_other_outputs(ts, tmp
         t = f["timings/mine"]
         assert t.dtype == np.float64 and list(t[()]) == [2.0, 1.0, 3.0]
         assert t.attrs["clock"] == "host_steady"
-        assert "timings/other" not in f and sorted(f["outputs"]) == ["exact", "mine", "other"]
-        assert f["outputs/other/attention"].compression == "gzip" and ds.compression is None
-        assert np.array_equal(f["outputs/mine/attention"][()], f["outputs/other/attention"][()])
+        assert "timings" not in g and list(g["outputs"]) == ["other"]
+        assert g["outputs/other/attention"].compression == "gzip" and ds.compression is None
+        assert np.array_equal(f["outputs/mine/attention"][()], g["outputs/other/attention"][()])
+    with h5py.File(path, "r") as f:
+        assert "outputs" not in f  # the inputs file is never rewritten
     assert torch.equal(tsp.read_tensor(path, "/outputs/mine/attention", torch=torch),
                        out.to(torch.bfloat16))
     assert ts("fixture", "validate", path).stdout.startswith("ok")
@@ -134,7 +140,8 @@ def test_add_output_stores_the_schema_attributes_and_keeps_other_outputs(ts, tmp
     fx = tsp.read_fixture(path)
     assert fx.outputs == ["exact", "mine", "other"]
     assert tsp.read_timings(path, "mine") == (pytest.approx([5.0]), "device_events")
-    assert sorted(os.listdir(tmp_path)) == ["f.h5"]
+    assert sorted(os.listdir(tmp_path)) == ["f.h5", "f.h5.outputs"]
+    assert sorted(os.listdir(path + ".outputs")) == ["exact.h5", "mine.h5", "other.h5"]
 
 
 @pytest.mark.parametrize("args, match", [
@@ -176,8 +183,7 @@ def test_add_output_waits_for_the_writers_lock(tmp_path):
         th.start()
         time.sleep(0.5)
         assert not done  # still waiting
-        with h5py.File(path, "r") as f:
-            assert "outputs" not in f
+        assert not fixture_io.output_files(path)
     th.join(10)
     assert done and tsp.read_fixture(path).outputs == ["late"]
     assert not os.path.exists(path + ".lock")
@@ -245,3 +251,37 @@ def test_a_cpp_writer_waits_for_the_python_writers_lock(ts, tmp_path):
         assert p.poll() is None
     p.communicate(timeout=120)
     assert p.returncode == 0 and tsp.read_fixture(path).outputs == ["exact"]
+
+
+def test_python_digests_are_the_ones_touchstone_verifies(ts, tmp_path):
+    """write_fixture stores each input's digest (hashlib, docs/fixture-format.md "Digests and
+    identity"); touchstone accepts them as sealed, with the same identity, across several 4 MiB
+    leaves; a flipped bit is refused by both readers, naming the dataset."""
+    from touchstone.schema import attention_config
+    S, H, D = 8192, 4, 64  # q in float32: 8 MiB, two leaves
+    g = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(S, H, D, generator=g) for _ in range(3))
+    path = str(tmp_path / "py.h5")
+    tsp.write_fixture(path, q, k, v.to(torch.bfloat16), attention_config(S, H, D), model="m")
+    info = ts.json("fixture", "validate", path)
+    assert info["sealed"] is True and info["unsealed"] == []
+    with h5py.File(path, "r") as f:
+        digests = {n: f["attention/" + n].attrs["digest"] for n in "qkv"}
+        assert fixture_io.tree_digest(f["attention/q"][()]) == digests["q"]
+    ins = ts.json("fixture", "inspect", path)
+    assert ins["identity"]["sealed"] is True
+    read = {d["path"]: d["digest_read"] for d in ins["objects"] if "digest_read" in d}
+    assert all(read[f"/attention/{n}"] == digests[n] for n in "qkv")
+    assert info["identity"] == ins["identity"]["identity"]
+    assert tsp.read_fixture(path).sealed
+    # One bit of q on disk.
+    needle = q.numpy()[:4].tobytes()[:64]
+    blob = bytearray(open(path, "rb").read())
+    at = blob.find(needle)
+    assert at > 0 and blob.find(needle, at + 1) < 0
+    blob[at + 5] ^= 1
+    open(path, "wb").write(bytes(blob))
+    r = ts("fixture", "validate", path, expect=2)
+    assert f"{path}: /attention/q: content does not match its digest" in r.stderr
+    with pytest.raises(tsp.CaptureError, match="/attention/q: content does not match its digest"):
+        tsp.read_fixture(path)

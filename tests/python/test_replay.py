@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import touchstone as tsp
+from touchstone import fixture_io
 from conftest import python_module
 from touchstone import cli, kernels
 import user_kernels
@@ -84,10 +85,11 @@ def test_capture_replay_gate_on_the_cpu(ts, tmp_path):
         assert cli.main(args + (["--name", name] if name else [])) == 0
     samples, clock = tsp.read_timings(path, "mine")
     assert clock == "host_steady" and len(samples) == 5 and np.all(samples > 0)
-    with h5py.File(path, "r") as f:
+    files = fixture_io.output_files(path)  # each output in a file of its own
+    with h5py.File(files["mine"], "r") as f, h5py.File(files["mine_bshd"], "r") as g:
         p = json.loads(f["outputs/mine/attention"].attrs["params"])
         assert p["device"] == "cpu" and p["layout"] == "BHSD"
-        assert np.array_equal(f["outputs/mine/attention"][()], f["outputs/mine_bshd/attention"][()])
+        assert np.array_equal(f["outputs/mine/attention"][()], g["outputs/mine_bshd/attention"][()])
     report = str(tmp_path / "gate.json")
     ts("gate", "--gate", "sage_compat", "--fixture", path, "--baseline", "stored:torch_exact_fp64",
        "--candidate", "stored:mine", "--candidate", "stored:garbage", "--json", report, expect=1)
