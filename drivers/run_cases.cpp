@@ -10,6 +10,7 @@
 #include "drivers/run_estimate.hpp"
 #include "fixtures/attention_inputs.hpp"
 #include "fixtures/fixture.hpp"
+#include "fixtures/identity.hpp"
 #include "gates/accuracy_evidence.hpp"
 #include "gates/bootstrap.hpp"
 #include "gates/metrics.hpp"
@@ -63,6 +64,17 @@ std::optional<std::string> implausible_time(const AttentionBackend& b, const Blo
                 "device reaches: its timings cannot be trusted",
                 b.name().c_str(), ms, tflops, kCeilingTflops);
   return std::string(buf);
+}
+
+// The identity of a sealed fixture, from its stored digests alone; an unsealed
+// one's would mean hashing every input again, so it is left unknown.
+FixtureIdentity sealed_identity(const std::string& path) {
+  FixtureIdentity id;
+  for (const char* in : {"/attention/q", "/attention/k", "/attention/v"}) {
+    const nlohmann::json a = read_attrs(path, in);
+    if (!a.contains("digest") || !a["digest"].is_string()) return id;
+  }
+  return fixture_identity(path);
 }
 
 // Fixture cases (computed and stored candidates): one fixture loaded at a
@@ -253,6 +265,11 @@ class FixtureProvider final : public EvidenceProvider {
              {"baseline_backend", b.backend->name()},
              {"exact", {{"spec", st.exact.spec}, {"why", st.exact.why}}},
              {"baseline_vs_exact", b.metrics.to_json()}};
+    // The results store keys fixtures by their content (history/): a sealed
+    // fixture's identity is read from its digests; an unsealed one has none.
+    const FixtureIdentity id = sealed_identity(st.path);
+    ctx["fixture_sealed"] = id.sealed;
+    if (id.sealed) ctx["fixture_identity"] = id.identity;
     // For the sweep's preface: what each reference run took, once.
     nlohmann::json& runs = runs_[st.path];
     runs["exact"] = exact_runs_[st.path];

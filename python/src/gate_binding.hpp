@@ -1,7 +1,7 @@
 #pragma once
-// The one place the extension calls the gate engine on a fixture: the driver
-// behind `touchstone gate --fixture` (drivers/gate_on_fixture.hpp). When the
-// drivers move onto another entry point, only gate_binding.cpp changes.
+// The one place the extension calls the gate engine on a fixture: the cases of
+// `touchstone gate --fixture` (drivers/gate_on_fixture.hpp), judged by the one
+// loop (drivers/run_cases.hpp).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,6 +19,7 @@ struct GateCall {
   std::string exact = "auto";
   bool allow_nonfinite = false;
   std::string gate_arg;  // the gate as the caller named it, for repro lines
+  bool accuracy_only = false;  // speed rules left out (drivers/run_cases.hpp CaseOptions)
 };
 
 GateRun run_gate(const GateFile& gate, const GateCall& call);

@@ -171,14 +171,14 @@ PYBIND11_MODULE(_core, m) {
   m.def("run_gate",
         [](const ts::GateFile& gate, const std::string& fixture, const std::string& baseline,
            const std::vector<std::string>& candidates, int pairs, int warmup, int rotate, uint64_t seed,
-           const std::string& exact, bool allow_nonfinite, const std::string& gate_arg) {
+           const std::string& exact, bool allow_nonfinite, const std::string& gate_arg, bool accuracy_only) {
           ts::python::GateCall c{fixture, baseline, candidates, pairs, warmup, rotate, seed, exact,
-                                 allow_nonfinite, gate_arg};
+                                 allow_nonfinite, gate_arg, accuracy_only};
           py::gil_scoped_release nogil;  // the run may take seconds; other Python threads go on
           return ts::python::run_gate(gate, c);
         },
         py::arg("gate"), py::arg("fixture"), py::arg("baseline"), py::arg("candidates"), py::arg("pairs") = -1,
         py::arg("warmup") = -1, py::arg("rotate") = -1, py::arg("seed") = 1, py::arg("exact") = "auto",
-        py::arg("allow_nonfinite") = false, py::arg("gate_arg") = "",
+        py::arg("allow_nonfinite") = false, py::arg("gate_arg") = "", py::arg("accuracy_only") = false,
         "runs, times and judges candidates against a baseline on a fixture, as `touchstone gate` does");
 }

@@ -65,15 +65,17 @@ def write_reports(run, *, junit=None, html=None, markdown=None, json_path=None):
 
 
 def gate(fixture, candidates, *, gate, baseline=None, pairs=None, warmup=None, rotate=None,
-         seed=1, exact="auto", allow_nonfinite=False, junit=None, html=None, markdown=None,
-         json_path=None):
+         seed=1, exact="auto", allow_nonfinite=False, accuracy_only=False, junit=None, html=None,
+         markdown=None, json_path=None):
     """Runs, times and judges `candidates` (backend specs: "stored:NAME", "sol:tau=1.3",
     "plugin:PATH.so", ...) against `baseline` (default: the gate's) on a fixture, as
     `touchstone gate --fixture` does, and returns the GateRun: .candidates (CandidateVerdict:
     .verdict "ACCEPT"/"REJECT"/"INCONCLUSIVE", .accepted, .outcomes of RuleOutcome: .id,
     .status, .figure, .bound, .message), .exit_code, .render_terminal() / _junit() /
     _markdown() / _html() / _json(). pairs, warmup, rotate: the timing flags (default
-    touchstone.tables.GATE_TIMING). Report paths given are written."""
+    touchstone.tables.GATE_TIMING). accuracy_only: leave out the gate's speed rules (a CPU CI
+    runner, where time means nothing), as `touchstone gate --accuracy-only`. Report paths given
+    are written."""
     if isinstance(candidates, str):
         candidates = [candidates]
     g = load_gate(gate)
@@ -83,7 +85,8 @@ def gate(fixture, candidates, *, gate, baseline=None, pairs=None, warmup=None, r
                             warmup=-1 if warmup is None else warmup,
                             rotate=-1 if rotate is None else rotate, seed=seed, exact=exact,
                             allow_nonfinite=allow_nonfinite,
-                            gate_arg=gate if isinstance(gate, str) else g.source)
+                            gate_arg=gate if isinstance(gate, str) else g.source,
+                            accuracy_only=accuracy_only)
     write_reports(run, junit=junit, html=html, markdown=markdown, json_path=json_path)
     return run
 

@@ -47,12 +47,19 @@ def time_calls(fn, inputs, reps, warmup, device, torch):
     return ms[0], clock
 
 
+def _round(n, r):
+    """The kernels' order in round r: forwards in even rounds, backwards in odd ones."""
+    return range(n) if r % 2 == 0 else range(n - 1, -1, -1)
+
+
 def time_rounds(fns, inputs, reps, warmup, device, torch):
     """Interleaved timing of several kernels in one timing run: `warmup` untimed rounds, then
-    `reps` rounds K1 K2 ... Kn, each call on the next of the rotated input copies (so no call
-    runs on the inputs the previous call left in cache), each timed on its own. inputs[c][j]:
-    kernel j's arguments from copy c (each kernel's layout of the same tensors). Sample i of
-    every kernel comes from round i. Returns ([samples in ms per kernel], clock name)."""
+    `reps` rounds, K1 K2 ... Kn in even rounds and Kn ... K1 in odd ones (whatever a position in
+    the round gains, a cache the previous call left warm, a clock ramping up, falls on every
+    kernel alike), each call on the next of the rotated input copies (so no call runs on the
+    inputs the previous call left in cache), each timed on its own. inputs[c][j]: kernel j's
+    arguments from copy c (each kernel's layout of the same tensors). Sample i of every kernel
+    comes from round i. Returns ([samples in ms per kernel], clock name)."""
     call = 0
     for _ in range(warmup):
         for j, fn in enumerate(fns):
@@ -61,8 +68,9 @@ def time_rounds(fns, inputs, reps, warmup, device, torch):
     ms = [[] for _ in fns]
     if device == "cuda":
         torch.cuda.synchronize()
-        for _ in range(reps):
-            for j, fn in enumerate(fns):
+        for r in range(reps):
+            for j in _round(len(fns), r):
+                fn = fns[j]
                 start, stop = (torch.cuda.Event(enable_timing=True) for _ in range(2))
                 start.record()
                 fn(*inputs[call % len(inputs)][j])
@@ -71,8 +79,9 @@ def time_rounds(fns, inputs, reps, warmup, device, torch):
                 ms[j].append(start.elapsed_time(stop))
                 call += 1
         return ms, "device_events"
-    for _ in range(reps):
-        for j, fn in enumerate(fns):
+    for r in range(reps):
+        for j in _round(len(fns), r):
+            fn = fns[j]
             t0 = time.perf_counter_ns()
             fn(*inputs[call % len(inputs)][j])
             ms[j].append((time.perf_counter_ns() - t0) / 1e6)
