@@ -33,7 +33,7 @@ bool mpi_built() { return false; }
 MpiOutcome run_mpi(const BatchPlan&, const MpiRunOptions&) {
   throw InputError("this touchstone was built without MPI (cmake -DTOUCHSTONE_MPI=ON with libopenmpi-dev installed)");
 }
-void mpi_finish(const MpiOutcome&) {}
+void mpi_finish(const MpiOutcome&, int) {}
 
 #else
 
@@ -235,12 +235,14 @@ MpiOutcome run_mpi(const BatchPlan& plan, const MpiRunOptions& o) {
   return out;
 }
 
-void mpi_finish(const MpiOutcome& o) {
+void mpi_finish(const MpiOutcome& o, int code) {
   int init = 0, fin = 0;
   MPI_Initialized(&init);
   MPI_Finalized(&fin);
   if (!init || fin) return;
-  if (o.peers_lost) return;  // MPI_Finalize would wait for the dead
+  // MPI_Finalize would wait for the dead, and mpirun for a clean exit: the
+  // report is written, so end the job with its exit code.
+  if (o.peers_lost) MPI_Abort(MPI_COMM_WORLD, code);
   MPI_Finalize();
 }
 

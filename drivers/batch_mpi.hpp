@@ -36,8 +36,8 @@ struct MpiOutcome {
 // Initialises MPI, runs this rank's share, gathers on rank 0. InputError
 // (same on every rank) when the ranks disagree on the plan.
 MpiOutcome run_mpi(const BatchPlan& plan, const MpiRunOptions& opts);
-// MPI_Finalize, or on rank 0 after a lost peer nothing (it would wait for the
-// dead): the caller then leaves with _exit.
-void mpi_finish(const MpiOutcome& o);
+// MPI_Finalize; after a lost peer MPI_Abort with `code` instead (MPI_Finalize
+// would wait for the dead): the report must be written before.
+void mpi_finish(const MpiOutcome& o, int code);
 
 }  // namespace ts

@@ -80,9 +80,11 @@ std::pair<int, int> parse_shard(const std::string& s) {
   return {i, n};
 }
 
-void clear_records(const ts::BatchPlan& plan, const std::string& dir) {
+void clear_records(const ts::BatchPlan&, const std::vector<std::string>& ids, const std::set<std::string>& keep,
+                   const std::string& dir) {
   std::error_code ec;
-  for (const auto& c : plan.cases) fs::remove(fs::path(dir) / (c.id + ".json"), ec);
+  for (const auto& id : ids)
+    if (!keep.count(id)) fs::remove(fs::path(dir) / (id + ".json"), ec);
 }
 
 std::set<std::string> judged_ids(const ts::BatchPlan& plan, const std::string& dir) {
@@ -148,17 +150,15 @@ int run(const Opts& o) {
     const ts::MpiOutcome out = ts::run_mpi(plan, mo);
     int code = 0;
     if (out.root) code = o.reports.emit(*out.report);
-    ts::mpi_finish(out);
-    if (out.peers_lost) {
-      std::fflush(nullptr);
-      ::_exit(code);
-    }
+    std::fflush(nullptr);
+    ts::mpi_finish(out, code);
     return code;
   }
 
+  // Only the records of cases this process runs are replaced: shards of one
+  // plan may share the folder and run at the same time.
   std::set<std::string> skip;
   if (o.resume) skip = judged_ids(plan, results);
-  else clear_records(plan, results);
 
   ts::LocalRunOptions lo;
   lo.slots = ts::default_slots(o.workers);
@@ -181,6 +181,7 @@ int run(const Opts& o) {
       }
     std::sort(sf.assigned.begin(), sf.assigned.end());
     lo.label = "shard " + std::to_string(index) + "/" + std::to_string(count);
+    clear_records(plan, sf.assigned, skip, results);
     ts::run_local(plan, mine, skip, lo);
     const auto have = ts::read_results(results, plan);
     int code = 0;
@@ -203,6 +204,9 @@ int run(const Opts& o) {
   }
   if (!o.output.empty()) throw ts::InputError("-o names a shard file: give it with --shard I/N (reports: --json PATH)");
   const auto units = ts::work_units(plan, static_cast<int>(lo.slots.size()));
+  std::vector<std::string> all;
+  for (const auto& c : plan.cases) all.push_back(c.id);
+  clear_records(plan, all, skip, results);
   const auto missing = ts::run_local(plan, units, skip, lo);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const ts::BatchReport rep =
