@@ -131,7 +131,11 @@ int run(const Opts& o) {
     else if (o.workers > 0) n = o.workers;
     const auto units = ts::work_units(plan, n);
     const auto shards = ts::assign_shards(units, n);
-    if (o.reports.json.on()) o.reports.json.emit(ts::dry_run_json(plan, units, shards, n).dump(2) + "\n");
+    if (o.reports.json.on()) {
+      nlohmann::json j = ts::dry_run_json(plan, units, shards, n);
+      j["mpi_built"] = ts::mpi_built();
+      o.reports.json.emit(j.dump(2) + "\n");
+    }
     if (!o.reports.json.to_stdout()) std::cout << ts::dry_run_text(plan, units, shards, n) << std::flush;
     return 0;
   }
