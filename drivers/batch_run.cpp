@@ -215,6 +215,21 @@ void write_result(const std::string& dir, const CaseResult& r) {
   write_file_atomic((fs::path(dir) / (r.id + ".json")).string(), r.to_json().dump(1) + "\n");
 }
 
+std::optional<CaseResult> read_result(const std::string& dir, const BatchPlan& plan, const BatchCase& c) {
+  const fs::path p = fs::path(dir) / (c.id + ".json");
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec)) return std::nullopt;
+  nlohmann::json j;
+  try {
+    j = json_input::read_file(p.string());
+  } catch (const InputError&) {
+    return std::nullopt;  // a record half-written by a process that died is no record
+  }
+  CaseResult r = CaseResult::from_json(j, p.string());
+  if (r.digest != plan.digest || r.key != c.key) return std::nullopt;
+  return r;
+}
+
 std::map<std::string, CaseResult> read_results(const std::string& dir, const BatchPlan& plan) {
   std::map<std::string, CaseResult> out;
   std::error_code ec;

@@ -43,6 +43,8 @@ void write_result(const std::string& dir, const CaseResult& r);
 // The records in DIR that belong to the plan (same digest, known id and key);
 // others are ignored. A missing folder is no records.
 std::map<std::string, CaseResult> read_results(const std::string& dir, const BatchPlan& plan);
+// One case's record in DIR, when there is one that belongs to the plan.
+std::optional<CaseResult> read_result(const std::string& dir, const BatchPlan& plan, const BatchCase& c);
 
 struct NotJudged {
   BatchCase c;

@@ -159,10 +159,9 @@ std::map<std::string, std::string> run_local(const BatchPlan& plan, const std::v
     Running r = std::move(*it);
     running.erase(it);
     busy[r.slot] = false;
-    const std::map<std::string, CaseResult> have = read_results(o.results_dir, plan);
     std::vector<size_t> without;
     for (size_t i : r.unit.cases)
-      if (!have.count(plan.cases[i].id)) without.push_back(i);
+      if (!read_result(o.results_dir, plan, plan.cases[i])) without.push_back(i);
     const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (!without.empty()) {
       std::string how = WIFSIGNALED(status) ? "died on " + signal_words(WTERMSIG(status))
@@ -187,8 +186,7 @@ std::map<std::string, std::string> run_local(const BatchPlan& plan, const std::v
         done_cost += c.cost_s + plan.group_cost_s[without.front()];
       }
     }
-    for (size_t i : r.unit.cases)
-      if (have.count(plan.cases[i].id)) ++done_cases;
+    done_cases += r.unit.cases.size() - without.size();
     if (without.empty()) done_cost += r.unit.cost_s;
     if (o.progress) {
       const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
