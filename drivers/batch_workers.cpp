@@ -11,10 +11,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <sstream>
 #include <thread>
 
 #include "core/error.hpp"
+#include "gates/report.hpp"
 
 namespace ts {
 namespace {
@@ -70,9 +72,13 @@ pid_t spawn(const BatchPlan& plan, const WorkUnit& u, const WorkerSlot& slot, si
   for (size_t i : u.cases) ids += (ids.empty() ? "" : ",") + plan.cases[i].id;
   const std::string exe = o.exe.empty() ? "/proc/self/exe" : o.exe;
   const std::string label = "w" + std::to_string(slot_index);
-  std::vector<std::string> args = {"touchstone", "batch",     plan.path, "--worker",      ids,
-                                   "--results",  o.results_dir, "--worker-digest", plan.digest,
-                                   "--worker-label", o.label + ":" + label};
+  // The worker reads the expanded plan the parent wrote (no second validation
+  // of every fixture and spec: that would be most of a small case's cost).
+  const std::string plan_file = (std::filesystem::path(o.results_dir) / (".plan-" + plan.digest + ".json")).string();
+  std::vector<std::string> args = {"touchstone",      "batch",       plan.path,    "--worker",
+                                   ids,               "--results",   o.results_dir, "--worker-digest",
+                                   plan.digest,       "--worker-plan", plan_file,  "--worker-label",
+                                   o.label + ":" + label};
   std::fflush(nullptr);
   const pid_t pid = ::fork();
   if (pid < 0) throw InternalError(std::string("fork failed: ") + std::strerror(errno));
@@ -129,6 +135,8 @@ std::map<std::string, std::string> run_local(const BatchPlan& plan, const std::v
     total_cases += u.cases.size();
     queue.emplace_back(std::move(u), false);
   }
+  write_file_atomic((std::filesystem::path(o.results_dir) / (".plan-" + plan.digest + ".json")).string(),
+                    plan.to_json().dump());
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Running> running;
   std::vector<bool> busy(o.slots.size(), false);

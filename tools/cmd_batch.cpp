@@ -19,6 +19,7 @@
 #include "drivers/batch_run.hpp"
 #include "drivers/batch_workers.hpp"
 #include "fixtures/fixture.hpp"
+#include "gates/json_input.hpp"
 #include "gates/report.hpp"
 #include "tools/command.hpp"
 
@@ -52,7 +53,7 @@ struct Opts {
   double rank_timeout_s = 60;
   Reports reports;
   // The worker's side (hidden): the case ids of one unit.
-  std::string worker, worker_digest, worker_label;
+  std::string worker, worker_digest, worker_label, worker_plan;
 };
 
 std::string default_results(const std::string& plan) {
@@ -100,7 +101,9 @@ nlohmann::json execution_of(const std::string& mode, size_t workers, double wall
 }
 
 int run_worker_mode(const Opts& o) {
-  const ts::BatchPlan plan = ts::load_plan(o.plan);
+  const ts::BatchPlan plan = o.worker_plan.empty()
+                                 ? ts::load_plan(o.plan)
+                                 : ts::BatchPlan::from_json(ts::json_input::read_file(o.worker_plan), o.worker_plan);
   if (plan.digest != o.worker_digest)
     throw ts::InputError(o.plan + ": the plan changed under the batch (digest " + plan.digest + ", expected " +
                          o.worker_digest + ")");
@@ -311,6 +314,7 @@ ts::cli::Registration reg{
       app.add_option("--worker", o->worker, "")->group("");
       app.add_option("--worker-digest", o->worker_digest, "")->group("");
       app.add_option("--worker-label", o->worker_label, "")->group("");
+      app.add_option("--worker-plan", o->worker_plan, "")->group("");
       ts::cli::set_example(app,
                            "touchstone batch plan.json --dry-run && touchstone batch plan.json --workers 2 --junit b.xml "
                            "--html b.html\n  mpirun -np 4 touchstone batch plan.json --json b.json");
