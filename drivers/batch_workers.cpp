@@ -1,6 +1,7 @@
 #include "drivers/batch_workers.hpp"
 
 #include <fcntl.h>
+#include <omp.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -111,6 +112,32 @@ std::vector<WorkerSlot> default_slots(int workers) {
     if (!gpus.empty()) slots[static_cast<size_t>(i)].cuda_visible_devices = gpus[static_cast<size_t>(i) % gpus.size()];
   }
   return slots;
+}
+
+std::string bind_local_rank() {
+  const char* lr = nullptr;
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (!lr) lr = std::getenv(v);
+  if (!lr) return "";
+  const int local = std::atoi(lr);
+  const char* ls = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const int local_size = ls ? std::max(1, std::atoi(ls)) : 1;
+  std::string what;
+  if (!std::getenv("CUDA_VISIBLE_DEVICES")) {
+    const std::vector<std::string> gpus = visible_gpus();
+    if (!gpus.empty()) {
+      const std::string g = gpus[static_cast<size_t>(local) % gpus.size()];
+      ::setenv("CUDA_VISIBLE_DEVICES", g.c_str(), 1);
+      what = "CUDA_VISIBLE_DEVICES=" + g;
+    }
+  }
+  if (!std::getenv("OMP_NUM_THREADS") && local_size > 1) {
+    // libgomp read the environment when it loaded: set the count directly.
+    const int n = std::max(1, machine_threads() / local_size);
+    omp_set_num_threads(n);
+    what += (what.empty() ? "" : ", ") + std::to_string(n) + " threads";
+  }
+  return what;
 }
 
 std::map<std::string, std::string> run_local(const BatchPlan& plan, const std::vector<WorkUnit>& units,

@@ -34,6 +34,12 @@ struct LocalRunOptions {
 // split evenly, at least one each.
 std::vector<WorkerSlot> default_slots(int workers);
 
+// Under mpirun, before anything touches CUDA: a rank gets GPU
+// (local rank mod GPUs) as CUDA_VISIBLE_DEVICES when that is not set, and
+// its share of the node's cores when OMP_NUM_THREADS is not set. Returns a
+// line saying what it did ("" when nothing).
+std::string bind_local_rank();
+
 // Runs the units' cases not in `skip` and returns the reasons of cases that
 // got no record (their workers died). Records land in opts.results_dir.
 std::map<std::string, std::string> run_local(const BatchPlan& plan, const std::vector<WorkUnit>& units,

@@ -120,6 +120,8 @@ int run(const Opts& o) {
   if (!o.worker.empty()) return run_worker_mode(o);
   o.reports.check();
   const auto t0 = std::chrono::steady_clock::now();
+  // A rank's GPU and threads are set before the plan's checks first touch CUDA.
+  if (ts::mpi_launched()) ts::bind_local_rank();
   const ts::BatchPlan plan = ts::load_plan(o.plan);
   const std::string results = o.results.empty() ? default_results(o.plan) : o.results;
   const bool mpi = ts::mpi_launched();
