@@ -59,11 +59,20 @@ class Heartbeat {
  public:
   explicit Heartbeat(std::vector<int> to) : to_(std::move(to)) {
     thread_ = std::thread([this] {
-      char b = 1;
+      // Non-blocking, and at most one in flight a peer: a send to a dead rank
+      // must neither block this thread nor pile up.
+      static const char b = 1;
+      std::vector<MPI_Request> req(to_.size(), MPI_REQUEST_NULL);
       while (!stop_) {
-        for (int r : to_) MPI_Send(&b, 1, MPI_CHAR, r, kTagHeartbeat, MPI_COMM_WORLD);
+        for (size_t i = 0; i < to_.size(); ++i) {
+          int done = 1;
+          if (req[i] != MPI_REQUEST_NULL && MPI_Test(&req[i], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) continue;
+          if (done) MPI_Isend(&b, 1, MPI_CHAR, to_[i], kTagHeartbeat, MPI_COMM_WORLD, &req[i]);
+        }
         for (int i = 0; i < 10 && !stop_; ++i) std::this_thread::sleep_for(std::chrono::duration<double>(kHeartbeatS / 10));
       }
+      for (auto& r : req)
+        if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
     });
   }
   ~Heartbeat() { stop(); }
