@@ -165,6 +165,17 @@ TEST_CASE("touchstone batch: one process, 2 workers, shards merged in either ord
   REQUIRE(g.code == 1);
   CHECK(j["runs"][3] == nlohmann::json::parse(read_file(d + "/g3.json")));
 
+  // One fixture's cases split over 3 workers (each loads it and runs exact and the baseline):
+  // still the run `gate` makes.
+  const std::string split = write_plan("split.json", R"({"schema": "touchstone.plan/1", "fixtures": ["fx3.h5"],
+    "gates": ["bit_exact"], "candidates": ["sage2", "exact", "sage2:preset=sm90"]})");
+  REQUIRE(cli("batch " + split + " --workers 3 --json " + d + "/split-report.json").code == 1);
+  const auto sj = nlohmann::json::parse(read_file(d + "/split-report.json"));
+  CHECK(sj["runs"] == nlohmann::json::array({nlohmann::json::parse(read_file(d + "/g3.json"))}));
+  std::set<int64_t> pids;
+  for (const auto& [id, e] : sj["execution"]["cases"].items()) pids.insert(e["pid"].get<int64_t>());
+  CHECK(pids.size() == 3);
+
   REQUIRE(cli("batch " + p + " --workers 2" + reports(d + "/two")).code == 1);
   same_reports(d + "/one", d + "/two");
 
