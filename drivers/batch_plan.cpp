@@ -64,7 +64,12 @@ std::string fnv_hex(const std::string& s) {
 // /config read alone (no tensors): what the estimate needs.
 BlockConfig config_of(const std::string& fixture, const std::string& where) {
   if (!fs::is_regular_file(fixture)) throw InputError(where + ": no such file " + fixture);
-  const nlohmann::json a = read_attrs(fixture, "/config");
+  nlohmann::json a;
+  try {
+    a = read_attrs(fixture, "/config");
+  } catch (const InputError& e) {
+    throw InputError(where + ": " + e.what());
+  }
   BlockConfig c;
   try {
     c.heads = a.at("heads").get<int64_t>();
@@ -296,6 +301,7 @@ BatchPlan load_plan(const std::string& path) {
   r.finish();
 
   std::vector<std::string> fixtures;
+  std::vector<size_t> pattern_of;  // which entry of "fixtures" named each, for errors
   std::set<std::string> seen;
   for (size_t i = 0; i < patterns.size(); ++i) {
     const std::string p = plan_relative(dir, patterns[i]);
@@ -309,7 +315,10 @@ BatchPlan load_plan(const std::string& path) {
       if (hits.empty()) throw InputError(where + ": '" + p + "' matches no file");
     }
     for (auto& h : hits)
-      if (seen.insert(h).second) fixtures.push_back(h);
+      if (seen.insert(h).second) {
+        fixtures.push_back(h);
+        pattern_of.push_back(i);
+      }
   }
 
   std::vector<GateFile> gates;
@@ -360,7 +369,7 @@ BatchPlan load_plan(const std::string& path) {
   std::vector<std::pair<std::string, int>> slow_runs;
   for (size_t fi = 0; fi < fixtures.size(); ++fi) {
     const std::string& fx = fixtures[fi];
-    const BlockConfig cfg = config_of(fx, path + ": $.fixtures");
+    const BlockConfig cfg = config_of(fx, path + ": " + json_input::index("$.fixtures", pattern_of[fi]));
     const double load_s = 3.0 * static_cast<double>(cfg.tokens() * cfg.heads * cfg.head_dim) * 2 / kLoadBytesPerS;
     const ExactChoice ex = choose_exact(plan.options.exact, fx, cfg);
     for (size_t gi = 0; gi < gates.size(); ++gi) {

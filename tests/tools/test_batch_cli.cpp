@@ -115,7 +115,11 @@ TEST_CASE("touchstone batch: bad plans exit 2 with one line naming the JSON path
       {R"({"schema": "touchstone.plan/1", "fixtures": ["fx0.h5"], "gates": ["bit_exact"], "sweeps": [{"taus": []}]})",
        "$.sweeps[0].taus"},
       {"{not json", "bad.json"},
+      {R"({"schema": "touchstone.plan/1", "fixtures": ["fx0.h5", "not_a_fixture.txt"], "gates": ["bit_exact"],
+           "candidates": ["sage2"]})",
+       "$.fixtures[1]"},
   };
+  std::ofstream(d + "/not_a_fixture.txt") << "not HDF5\n";
   for (const auto& b : bad) {
     const std::string p = write_plan("bad.json", b.body);
     fs::remove_all(d + "/bad.results");
