@@ -358,9 +358,16 @@ BatchPlan load_plan(const std::string& path) {
   };
 
   std::vector<std::string> explicit_cands;
-  for (size_t i = 0; i < candidates.size(); ++i) explicit_cands.push_back(candidates[i]);
-  for (const auto& w : sweeps)
-    for (double t : w.taus) explicit_cands.push_back(sweep_spec(w, t));
+  std::map<std::string, std::string> origin;  // spec -> the JSON path that named it first, for errors
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    explicit_cands.push_back(candidates[i]);
+    origin.emplace(candidates[i], json_input::index("$.candidates", i));
+  }
+  for (size_t k = 0; k < sweeps.size(); ++k)
+    for (double t : sweeps[k].taus) {
+      explicit_cands.push_back(sweep_spec(sweeps[k], t));
+      origin.emplace(explicit_cands.back(), json_input::index("$.sweeps", k));
+    }
   if (explicit_cands.empty() && stored_mode == "none")
     r.fail("candidates", "the plan names no candidate (candidates, sweeps or stored)");
 
@@ -399,7 +406,8 @@ BatchPlan load_plan(const std::string& path) {
         slow_runs.push_back({ex.spec, 1});
         for (size_t ci = 0; ci < cands.size(); ++ci) {
           const std::string& c = cands[ci];
-          check_spec(c, fx, ci < candidates.size() ? json_input::index("$.candidates", ci) : "candidate '" + c + "'");
+          const auto from = origin.find(c);
+          check_spec(c, fx, from != origin.end() ? from->second : "$.stored (" + c + ")");
           const bool stored_side = kind_of(c) == "stored" || kind_of(base) == "stored";
           const int timed = speed && !stored_side ? timed_speed : 0;
           BatchCase bc;
