@@ -43,7 +43,7 @@ constexpr int kTagResults = 1;
 constexpr int kTagHeartbeat = 2;
 constexpr double kHeartbeatS = 1.0;
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 void check(int rc, const char* what) {
   if (rc == MPI_SUCCESS) return;
@@ -148,7 +148,7 @@ MpiOutcome run_mpi(const BatchPlan& plan, const MpiRunOptions& o) {
   const nlohmann::json exec = {{"mode", "mpi"}, {"rank", out.rank}, {"size", out.size}};
   std::map<std::string, CaseResult> mine;
   int done_units = 0;
-  const auto t0 = Clock::now();
+  const auto t0 = SteadyClock::now();
   for (size_t u = 0; u < units.size(); ++u) {
     if (shard_of[u] != out.rank) continue;
     WorkUnit w;
@@ -163,7 +163,7 @@ MpiOutcome run_mpi(const BatchPlan& plan, const MpiRunOptions& o) {
     if (o.progress)
       std::fprintf(stderr, "touchstone batch: rank %d/%d: %zu of %zu cases, %s\n", out.rank, out.size, mine.size(),
                    assigned[static_cast<size_t>(out.rank)].size(),
-                   format_duration(std::chrono::duration<double>(Clock::now() - t0).count()).c_str());
+                   format_duration(std::chrono::duration<double>(SteadyClock::now() - t0).count()).c_str());
   }
 
   if (!out.root) {
@@ -174,13 +174,13 @@ MpiOutcome run_mpi(const BatchPlan& plan, const MpiRunOptions& o) {
     check(MPI_Isend(text.data(), static_cast<int>(text.size()), MPI_CHAR, 0, kTagResults, MPI_COMM_WORLD, &req),
           "MPI_Isend");
     // Rank 0 takes it when its own share is done; meanwhile its heartbeats say it lives.
-    auto last = Clock::now();
+    auto last = SteadyClock::now();
     while (true) {
       int flag = 0;
       if (MPI_Test(&req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
       if (flag) break;
-      if (drain_heartbeats(0)) last = Clock::now();
-      if (std::chrono::duration<double>(Clock::now() - last).count() > o.rank_timeout_s) {
+      if (drain_heartbeats(0)) last = SteadyClock::now();
+      if (std::chrono::duration<double>(SteadyClock::now() - last).count() > o.rank_timeout_s) {
         std::fprintf(stderr, "touchstone batch: rank %d: rank 0 silent for %.0f s; its records are in %s\n", out.rank,
                      o.rank_timeout_s, o.results_dir.c_str());
         out.peers_lost = true;
@@ -197,13 +197,13 @@ MpiOutcome run_mpi(const BatchPlan& plan, const MpiRunOptions& o) {
   std::map<std::string, CaseResult> all = mine;
   std::map<std::string, std::string> missing;
   std::vector<bool> done(static_cast<size_t>(out.size), false);
-  std::vector<Clock::time_point> last(static_cast<size_t>(out.size), Clock::now());
+  std::vector<SteadyClock::time_point> last(static_cast<size_t>(out.size), SteadyClock::now());
   done[0] = true;
   int open = out.size - 1;
   while (open > 0) {
     for (int r = 1; r < out.size; ++r) {
       if (done[static_cast<size_t>(r)]) continue;
-      if (drain_heartbeats(r)) last[static_cast<size_t>(r)] = Clock::now();
+      if (drain_heartbeats(r)) last[static_cast<size_t>(r)] = SteadyClock::now();
       int flag = 0;
       MPI_Status st;
       if (MPI_Iprobe(r, kTagResults, MPI_COMM_WORLD, &flag, &st) == MPI_SUCCESS && flag) {
@@ -220,7 +220,7 @@ MpiOutcome run_mpi(const BatchPlan& plan, const MpiRunOptions& o) {
           continue;
         }
       }
-      const double silent = std::chrono::duration<double>(Clock::now() - last[static_cast<size_t>(r)]).count();
+      const double silent = std::chrono::duration<double>(SteadyClock::now() - last[static_cast<size_t>(r)]).count();
       if (silent > o.rank_timeout_s) {
         done[static_cast<size_t>(r)] = true;
         --open;
@@ -237,7 +237,7 @@ MpiOutcome run_mpi(const BatchPlan& plan, const MpiRunOptions& o) {
   // What a lost rank finished before it died is on disk when the folder is shared.
   for (auto& [id, r] : read_results(o.results_dir, plan))
     if (!all.count(id) || (!all[id].run && r.run)) all[id] = r;
-  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double wall = std::chrono::duration<double>(SteadyClock::now() - t0).count();
   out.report = assemble_report(plan, all, missing,
                                {{"mode", "mpi"}, {"ranks", out.size}, {"host", host_name()}, {"wall_s", wall},
                                 {"ranks_lost", out.peers_lost}});

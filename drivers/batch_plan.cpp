@@ -34,7 +34,7 @@ constexpr double kDeviceCoreFactor = 10000;
 // Reading q, k, v of a fixture: ~0.34 GB/s measured at block24 (3.2 GB in 9.5 s).
 constexpr double kLoadBytesPerS = 3.4e8;
 
-std::string kind_of(const std::string& spec) {
+std::string spec_kind(const std::string& spec) {
   for (const char* k : {"stored", "plugin"})
     if (spec.rfind(std::string(k) + ":", 0) == 0) return k;
   return BackendParams::parse(spec).kind();
@@ -44,7 +44,7 @@ double dense_core_s(const BlockConfig& c) { return attention_flops(c) / 8e9; }
 
 // One run of `spec` on a fixture of geometry `c`, in core-seconds.
 double run_core_s(const std::string& spec, const BlockConfig& c) {
-  const std::string k = kind_of(spec);
+  const std::string k = spec_kind(spec);
   if (k == "stored") return 0;
   if (k.size() > 5 && k.compare(k.size() - 5, 5, "_cuda") == 0) return dense_core_s(c) / kDeviceCoreFactor;
   return dense_core_s(c);  // exact, sage2, sol (at most dense), a plugin (unknown: as dense)
@@ -408,7 +408,7 @@ BatchPlan load_plan(const std::string& path) {
           const std::string& c = cands[ci];
           const auto from = origin.find(c);
           check_spec(c, fx, from != origin.end() ? from->second : "$.stored (" + c + ")");
-          const bool stored_side = kind_of(c) == "stored" || kind_of(base) == "stored";
+          const bool stored_side = spec_kind(c) == "stored" || spec_kind(base) == "stored";
           const int timed = speed && !stored_side ? timed_speed : 0;
           BatchCase bc;
           char id[32];
