@@ -354,10 +354,11 @@ std::string BatchReport::junit() const {
   std::ostringstream suites;
   for (const auto& r : runs) {
     const std::string doc = render_junit(r);
-    const size_t a = doc.find("  <testsuite ");
+    // The suites between <testsuites ...> and </testsuites>, whatever their indentation.
+    const size_t a = doc.find("<testsuite ");
     const size_t b = doc.rfind("</testsuites>");
     if (a == std::string::npos || b == std::string::npos) throw InternalError("unexpected JUnit layout");
-    std::string suite = doc.substr(a, b - a);
+    std::string suite = "  " + doc.substr(a, b - a);
     const std::string old = "<testsuite name=\"" + markup_escape(r.gate.name) + "\"";
     const size_t n = suite.find(old);
     if (n != std::string::npos)
