@@ -1,0 +1,460 @@
+#include "drivers/batch_run.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "drivers/gate_on_fixture.hpp"
+#include "gates/gate_file.hpp"
+#include "gates/json_input.hpp"
+#include "gates/markup.hpp"
+#include "gates/report.hpp"
+
+namespace ts {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::optional<double> number_or_text(const nlohmann::json& j) {
+  if (j.is_null()) return std::nullopt;
+  if (j.is_number()) return j.get<double>();
+  const std::string s = j.get<std::string>();
+  if (s == "NaN") return std::nan("");
+  if (s == "Infinity") return HUGE_VAL;
+  if (s == "-Infinity") return -HUGE_VAL;
+  throw InputError("expected a number, got \"" + s + "\"");
+}
+
+Interval interval_from(const nlohmann::json& j) {
+  Interval i;
+  i.point = j.at("point").get<double>();
+  i.lower = j.at("lower").get<double>();
+  i.upper = j.at("upper").get<double>();
+  i.confidence = j.at("confidence").get<double>();
+  i.resamples = j.at("resamples").get<int>();
+  i.seed = j.at("seed").get<uint64_t>();
+  i.samples = j.at("samples").get<int64_t>();
+  i.method = j.at("method").get<std::string>();
+  return i;
+}
+
+Verdict verdict_from(const std::string& s) {
+  for (Verdict v : {Verdict::accept, Verdict::reject, Verdict::inconclusive})
+    if (s == verdict_name(v)) return v;
+  throw InputError("unknown verdict '" + s + "'");
+}
+
+RuleStatus status_from(const std::string& s) {
+  for (RuleStatus v : {RuleStatus::pass, RuleStatus::fail, RuleStatus::missing, RuleStatus::inconclusive})
+    if (s == rule_status_name(v)) return v;
+  throw InputError("unknown rule status '" + s + "'");
+}
+
+// A record carries what GateRun::to_json() writes plus the one field it
+// leaves out (a rule's resolved limit, which the HTML plots draw), so that a
+// run read back renders exactly as the run it was.
+nlohmann::json run_record(const GateRun& run) {
+  nlohmann::json j = run.to_json();
+  nlohmann::json limits = nlohmann::json::array();
+  for (const auto& c : run.candidates) {
+    nlohmann::json l = nlohmann::json::array();
+    for (const auto& o : c.outcomes) l.push_back(o.limit ? nlohmann::json(*o.limit) : nlohmann::json());
+    limits.push_back(l);
+  }
+  j["limits"] = limits;
+  return j;
+}
+
+GateRun run_from_record(const nlohmann::json& j, const std::string& where) {
+  GateRun run;
+  nlohmann::json g = j.at("gate");
+  const std::string source = g.at("source").get<std::string>();
+  g.erase("source");
+  run.gate = parse_gate(g.dump(), where + " (gate)");
+  run.gate.source = source;
+  run.mode = j.at("mode").get<std::string>();
+  run.input = j.at("input").get<std::string>();
+  run.baseline = j.at("baseline").get<std::string>();
+  run.context = j.at("context");
+  if (j.contains("columns")) run.columns = j["columns"].get<std::vector<std::string>>();
+  const nlohmann::json& limits = j.at("limits");
+  size_t ci = 0;
+  for (const auto& cj : j.at("candidates")) {
+    CandidateVerdict c;
+    c.candidate = cj.at("candidate").get<std::string>();
+    c.verdict = verdict_from(cj.at("verdict").get<std::string>());
+    size_t oi = 0;
+    for (const auto& oj : cj.at("rules")) {
+      RuleOutcome o;
+      o.id = oj.at("id").get<std::string>();
+      o.metric = oj.at("metric").get<std::string>();
+      o.against = oj.at("against").get<std::string>();
+      o.tensor = oj.at("tensor").get<std::string>();
+      o.status = status_from(oj.at("status").get<std::string>());
+      o.bound = oj.at("bound").get<std::string>();
+      o.message = oj.at("message").get<std::string>();
+      o.builtin = oj.at("builtin").get<bool>();
+      o.optional = oj.at("optional").get<bool>();
+      o.figure = number_or_text(oj.at("figure"));
+      if (oj.contains("interval")) o.interval = interval_from(oj["interval"]);
+      const auto& l = limits.at(ci).at(oi);
+      if (!l.is_null()) o.limit = l.get<double>();
+      c.outcomes.push_back(std::move(o));
+      ++oi;
+    }
+    c.notes = cj.at("notes").get<std::vector<std::string>>();
+    if (cj.contains("error")) c.error = cj["error"].get<std::string>();
+    if (cj.contains("repro")) c.repro = cj["repro"].get<std::string>();
+    if (!cj.at("clock").is_null()) c.clock = cj["clock"].get<std::string>();
+    if (cj.contains("shown")) c.shown = cj["shown"].get<std::vector<std::string>>();
+    c.details = cj.at("details");
+    run.candidates.push_back(std::move(c));
+    ++ci;
+  }
+  return run;
+}
+
+bool same_group(const BatchCase& a, const BatchCase& b) {
+  return a.fixture == b.fixture && a.gate == b.gate && a.baseline == b.baseline;
+}
+
+// Where two runs of a plan may differ (docs/batch.md "Determinism").
+void drop_volatile(nlohmann::json& j) { j.erase("execution"); }
+
+}  // namespace
+
+std::string host_name() {
+  char b[256] = {0};
+  if (::gethostname(b, sizeof b - 1) != 0) return "unknown";
+  return b;
+}
+
+nlohmann::json CaseResult::to_json() const {
+  nlohmann::json j{{"schema", kBatchResultSchema}, {"id", id}, {"key", key}, {"digest", digest}};
+  if (run) j["run"] = run_record(*run);
+  else j["not_judged"] = reason;
+  j["execution"] = execution;
+  return j;
+}
+
+CaseResult CaseResult::from_json(const nlohmann::json& j, const std::string& where) {
+  try {
+    if (j.at("schema") != kBatchResultSchema)
+      throw InputError("schema is not " + std::string(kBatchResultSchema));
+    CaseResult r;
+    r.id = j.at("id").get<std::string>();
+    r.key = j.at("key").get<std::string>();
+    r.digest = j.at("digest").get<std::string>();
+    if (j.contains("run")) r.run = run_from_record(j["run"], where);
+    else r.reason = j.at("not_judged").get<std::string>();
+    if (j.contains("execution")) r.execution = j["execution"];
+    return r;
+  } catch (const InputError& e) {
+    throw InputError(where + ": " + e.what());
+  } catch (const std::exception& e) {
+    throw InputError(where + ": not a batch result record (" + e.what() + ")");
+  }
+}
+
+std::vector<CaseResult> judge_unit(const BatchPlan& plan, const WorkUnit& unit, const nlohmann::json& execution) {
+  std::vector<CaseResult> out;
+  if (unit.cases.empty()) return out;
+  const BatchCase& first = plan.cases[unit.cases.front()];
+  std::vector<std::string> candidates;
+  for (size_t i : unit.cases) {
+    if (!same_group(plan.cases[i], first)) throw InternalError("a work unit mixes fixtures, gates or baselines");
+    candidates.push_back(plan.cases[i].candidate);
+  }
+  GateRunOptions opts = plan.options;
+  opts.gate_arg = first.gate;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string reason;
+  std::optional<GateRun> run;
+  try {
+    // When drivers/ has run_cases(gate, cases, options), this call becomes it.
+    run = run_gate_on_fixture(load_gate(first.gate), first.fixture, first.baseline, candidates, opts);
+    if (run->candidates.size() != candidates.size())
+      throw InternalError("the gate driver returned " + std::to_string(run->candidates.size()) + " verdicts for " +
+                          std::to_string(candidates.size()) + " candidates");
+  } catch (const InputError& e) {
+    reason = std::string("bad input: ") + e.what();
+  } catch (const std::exception& e) {
+    reason = std::string("internal error: ") + e.what();
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (size_t k = 0; k < unit.cases.size(); ++k) {
+    const BatchCase& c = plan.cases[unit.cases[k]];
+    CaseResult r;
+    r.id = c.id;
+    r.key = c.key;
+    r.digest = plan.digest;
+    r.execution = execution;
+    r.execution["host"] = host_name();
+    r.execution["pid"] = static_cast<int64_t>(::getpid());
+    r.execution["unit_wall_s"] = wall;
+    r.execution["unit_cases"] = unit.cases.size();
+    if (run) {
+      GateRun one = *run;
+      one.candidates = {run->candidates[k]};
+      r.run = std::move(one);
+    } else {
+      r.reason = reason;
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+void write_result(const std::string& dir, const CaseResult& r) {
+  write_file_atomic((fs::path(dir) / (r.id + ".json")).string(), r.to_json().dump(1) + "\n");
+}
+
+std::optional<CaseResult> read_result(const std::string& dir, const BatchPlan& plan, const BatchCase& c) {
+  const fs::path p = fs::path(dir) / (c.id + ".json");
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec)) return std::nullopt;
+  nlohmann::json j;
+  try {
+    j = json_input::read_file(p.string());
+  } catch (const InputError&) {
+    return std::nullopt;  // a record half-written by a process that died is no record
+  }
+  CaseResult r = CaseResult::from_json(j, p.string());
+  if (r.digest != plan.digest || r.key != c.key) return std::nullopt;
+  return r;
+}
+
+std::map<std::string, CaseResult> read_results(const std::string& dir, const BatchPlan& plan) {
+  std::map<std::string, CaseResult> out;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  std::map<std::string, const BatchCase*> by_id;
+  for (const auto& c : plan.cases) by_id[c.id] = &c;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const fs::path p = e.path();
+    if (p.extension() != ".json" || p.filename().string().front() == '.') continue;
+    const auto it = by_id.find(p.stem().string());
+    if (it == by_id.end()) continue;
+    nlohmann::json j;
+    try {
+      j = json_input::read_file(p.string());
+    } catch (const InputError&) {
+      continue;  // a record half-written by a process that died is no record
+    }
+    CaseResult r = CaseResult::from_json(j, p.string());
+    if (r.digest != plan.digest || r.key != it->second->key) continue;
+    out.emplace(r.id, std::move(r));
+  }
+  return out;
+}
+
+BatchReport assemble_report(const BatchPlan& plan, const std::map<std::string, CaseResult>& results,
+                            const std::map<std::string, std::string>& missing_reasons, nlohmann::json execution) {
+  BatchReport rep;
+  rep.plan = plan;
+  rep.execution = std::move(execution);
+  nlohmann::json per_case = nlohmann::json::object();
+  // Cases are in id order already (the expansion's): a run per group, in the
+  // order of its first judged case.
+  std::map<std::string, size_t> run_of;
+  for (const auto& c : plan.cases) {
+    const auto it = results.find(c.id);
+    if (it != results.end()) per_case[c.id] = it->second.execution;
+    if (it == results.end() || !it->second.run) {
+      std::string why = it != results.end() ? it->second.reason : "no result";
+      if (it == results.end()) {
+        const auto m = missing_reasons.find(c.id);
+        if (m != missing_reasons.end()) why = m->second;
+      }
+      rep.not_judged.push_back({c, why});
+      continue;
+    }
+    const GateRun& one = *it->second.run;
+    const std::string g = c.fixture + "|" + c.gate + "|" + c.baseline;
+    auto r = run_of.find(g);
+    if (r == run_of.end()) {
+      r = run_of.emplace(g, rep.runs.size()).first;
+      GateRun head = one;
+      head.candidates.clear();
+      rep.runs.push_back(std::move(head));
+    }
+    rep.runs[r->second].candidates.push_back(one.candidates.at(0));
+  }
+  rep.execution["cases"] = per_case;
+  return rep;
+}
+
+int BatchReport::exit_code() const {
+  if (!not_judged.empty()) return kGateFailed;
+  for (const auto& r : runs)
+    if (r.exit_code() != 0) return kGateFailed;
+  return kPass;
+}
+
+namespace {
+
+nlohmann::json summary_of(const BatchReport& r) {
+  int acc = 0, rej = 0, inc = 0;
+  for (const auto& run : r.runs)
+    for (const auto& c : run.candidates) (c.verdict == Verdict::accept ? acc : c.verdict == Verdict::reject ? rej : inc)++;
+  return {{"cases", r.plan.cases.size()}, {"judged", acc + rej + inc}, {"accept", acc},
+          {"reject", rej}, {"inconclusive", inc}, {"not_judged", r.not_judged.size()},
+          {"exit_code", r.exit_code()}};
+}
+
+std::string summary_line(const BatchReport& r) {
+  const nlohmann::json s = summary_of(r);
+  std::ostringstream o;
+  o << "batch " << r.plan.name << ": " << s["cases"] << " cases, " << s["accept"] << " ACCEPT, " << s["reject"]
+    << " REJECT, " << s["inconclusive"] << " INCONCLUSIVE, " << s["not_judged"] << " not judged";
+  return o.str();
+}
+
+std::string case_words(const BatchCase& c) {
+  return c.id + " " + c.candidate + " on " + c.fixture + " (gate " + c.gate + ", baseline " + c.baseline + ")";
+}
+
+}  // namespace
+
+std::string BatchReport::json() const {
+  nlohmann::json j;
+  j["schema"] = kBatchReportSchema;
+  j["plan"] = {{"path", plan.path}, {"name", plan.name}, {"digest", plan.digest}};
+  j["summary"] = summary_of(*this);
+  j["runs"] = nlohmann::json::array();
+  for (const auto& r : runs) j["runs"].push_back(r.to_json());
+  j["not_judged"] = nlohmann::json::array();
+  for (const auto& n : not_judged) {
+    nlohmann::json c = n.c.to_json();
+    c.erase("key");
+    c.erase("cost_core_s");
+    c["reason"] = n.reason;
+    j["not_judged"].push_back(c);
+  }
+  j["execution"] = execution;
+  return j.dump(2) + "\n";
+}
+
+std::string BatchReport::junit() const {
+  // Each run's suite as `gate --junit` writes it, named for its fixture and
+  // baseline too (suites of one gate on many fixtures would read alike), and
+  // a suite of the cases that were not judged, as errors.
+  int tests = 0, failures = 0, errors = 0, skipped = 0;
+  auto attr = [](const std::string& doc, const std::string& name) {
+    const std::string k = " " + name + "=\"";
+    const size_t p = doc.find(k);
+    return p == std::string::npos ? 0 : std::atoi(doc.c_str() + p + k.size());
+  };
+  std::ostringstream suites;
+  for (const auto& r : runs) {
+    const std::string doc = render_junit(r);
+    // The suites between <testsuites ...> and </testsuites>, whatever their indentation.
+    const size_t a = doc.find("<testsuite ");
+    const size_t b = doc.rfind("</testsuites>");
+    if (a == std::string::npos || b == std::string::npos) throw InternalError("unexpected JUnit layout");
+    std::string suite = "  " + doc.substr(a, b - a);
+    const std::string old = "<testsuite name=\"" + markup_escape(r.gate.name) + "\"";
+    const size_t n = suite.find(old);
+    if (n != std::string::npos)
+      suite.replace(n, old.size(),
+                    "<testsuite name=\"" + markup_escape(r.gate.name + " " + r.input + " vs " + r.baseline) + "\"");
+    tests += attr(suite, "tests");
+    failures += attr(suite, "failures");
+    errors += attr(suite, "errors");
+    skipped += attr(suite, "skipped");
+    suites << suite;
+  }
+  if (!not_judged.empty()) {
+    suites << "  <testsuite name=\"not judged\" tests=\"" << not_judged.size() << "\" failures=\"0\" errors=\""
+           << not_judged.size() << "\" skipped=\"0\">\n";
+    for (const auto& n : not_judged) {
+      suites << "    <testcase classname=\"" << markup_escape(n.c.gate + "." + n.c.candidate) << "\" name=\""
+             << markup_escape(n.c.id + " " + n.c.fixture) << "\">\n"
+             << "      <error type=\"not judged\" message=\"" << markup_escape(n.reason) << "\">"
+             << markup_escape(case_words(n.c) + ": " + n.reason) << "</error>\n    </testcase>\n";
+    }
+    suites << "  </testsuite>\n";
+    tests += static_cast<int>(not_judged.size());
+    errors += static_cast<int>(not_judged.size());
+  }
+  std::ostringstream out;
+  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out << "<testsuites name=\"touchstone batch " << markup_escape(plan.name) << "\" tests=\"" << tests
+      << "\" failures=\"" << failures << "\" errors=\"" << errors << "\" skipped=\"" << skipped << "\">\n";
+  out << suites.str() << "</testsuites>\n";
+  return out.str();
+}
+
+std::string BatchReport::markdown() const {
+  std::ostringstream o;
+  o << "## " << summary_line(*this) << "\n\n";
+  for (const auto& r : runs) o << render_markdown(r) << "\n";
+  if (!not_judged.empty()) {
+    o << "### Not judged\n\n";
+    for (const auto& n : not_judged) o << "- `" << n.c.id << "` `" << n.c.candidate << "` on `" << n.c.fixture
+                                       << "` (gate `" << n.c.gate << "`, baseline `" << n.c.baseline
+                                       << "`): " << n.reason << "\n";
+  }
+  return o.str();
+}
+
+std::string BatchReport::html() const {
+  std::vector<const GateRun*> ptrs;
+  for (const auto& r : runs) ptrs.push_back(&r);
+  std::vector<std::string> notes = {summary_line(*this)};
+  for (const auto& n : not_judged) notes.push_back("not judged: " + case_words(n.c) + ": " + n.reason);
+  return render_html(ptrs, "touchstone batch " + plan.name, notes);
+}
+
+std::string BatchReport::text() const {
+  std::ostringstream o;
+  for (const auto& r : runs) o << render_terminal(r) << "\n";
+  for (const auto& n : not_judged) o << "NOT JUDGED " << case_words(n.c) << ": " << n.reason << "\n";
+  o << summary_line(*this) << "\n";
+  return o.str();
+}
+
+nlohmann::json normalised_report(const nlohmann::json& report) {
+  nlohmann::json j = report;
+  drop_volatile(j);
+  return j;
+}
+
+nlohmann::json ShardFile::to_json() const {
+  nlohmann::json res = nlohmann::json::array();
+  for (const auto& [id, r] : results) res.push_back(r.to_json());
+  return {{"schema", kBatchShardSchema}, {"shard", {{"index", index}, {"count", count}}},
+          {"host", host},               {"plan", plan.to_json()},
+          {"assigned", assigned},       {"results", res}};
+}
+
+ShardFile read_shard(const std::string& path) {
+  const nlohmann::json j = json_input::read_file(path);
+  ShardFile s;
+  try {
+    if (!j.is_object() || j.value("schema", "") != kBatchShardSchema)
+      throw InputError("schema is not " + std::string(kBatchShardSchema));
+    s.plan = BatchPlan::from_json(j.at("plan"), path);
+    s.index = j.at("shard").at("index").get<int>();
+    s.count = j.at("shard").at("count").get<int>();
+    s.host = j.value("host", "");
+    s.assigned = j.at("assigned").get<std::vector<std::string>>();
+    for (const auto& r : j.at("results")) {
+      CaseResult c = CaseResult::from_json(r, path);
+      s.results.emplace(c.id, std::move(c));
+    }
+  } catch (const InputError& e) {
+    throw InputError(path + ": " + e.what());
+  } catch (const std::exception& e) {
+    throw InputError(path + ": not a batch shard file (" + e.what() + ")");
+  }
+  return s;
+}
+
+}  // namespace ts

@@ -1,0 +1,280 @@
+// End-to-end: touchstone batch on a plan of 8 tiny fixtures x 3 candidates,
+// run as one process, as local workers, as two shards merged in either
+// order and under mpirun -np 2, must give one report (apart from its
+// "execution" member, docs/batch.md "Determinism"); a worker or a rank that
+// dies keeps the others' verdicts and names the cases it did not judge.
+// The gate is bit_exact (no speed rule), so no verdict depends on a clock.
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "catch.hpp"
+#include "cli_runner.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using ts::test::read_file;
+using Result = ts::test::CliResult;
+Result cli(const std::string& args) { return ts::test::run_cli(args); }
+
+// A plan folder with 8 tiny fixtures (made once per test process).
+const std::string& plan_dir() {
+  static const std::string dir = [] {
+    const std::string d = ts::test::scratch_dir() + "/batch";
+    fs::create_directories(d);
+    for (int i = 0; i < 8; ++i) {
+      const Result r = cli("fixture synth --preset tiny --seed " + std::to_string(i) + " -o " + d + "/fx" +
+                           std::to_string(i) + ".h5 --force");
+      REQUIRE(r.code == 0);
+    }
+    return d;
+  }();
+  return dir;
+}
+
+std::string write_plan(const std::string& name, const std::string& body) {
+  const std::string p = plan_dir() + "/" + name;
+  std::ofstream(p) << body;
+  return p;
+}
+
+const std::string kPlanBody = R"({"schema": "touchstone.plan/1", "fixtures": ["fx*.h5"], "gates": ["bit_exact"],
+  "candidates": ["sage2", "exact", "sage2:preset=sm90"]})";
+
+nlohmann::json normalised(const std::string& path) {
+  nlohmann::json j = nlohmann::json::parse(read_file(path));
+  j.erase("execution");
+  return j;
+}
+
+// The four reports of one run, written as OUT.{json,md,xml,html}.
+std::string reports(const std::string& out) {
+  return " --json " + out + ".json --markdown " + out + ".md --junit " + out + ".xml --html " + out + ".html";
+}
+
+void same_reports(const std::string& a, const std::string& b) {
+  CHECK(normalised(a + ".json") == normalised(b + ".json"));
+  for (const char* ext : {".md", ".xml", ".html"}) {
+    INFO(a << ext << " vs " << b << ext);
+    CHECK(read_file(a + ext) == read_file(b + ext));
+  }
+}
+
+bool have_mpi() {
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) return false;
+  const Result r = cli("batch " + write_plan("probe.json", kPlanBody) + " --dry-run --json");
+  return r.code == 0 && nlohmann::json::parse(r.out).value("mpi_built", false);
+}
+
+// mpirun refuses root without these (CI runs as root).
+const std::string kMpirun =
+    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 mpirun --oversubscribe";
+
+Result shell(const std::string& cmd) {
+  const std::string o = ts::test::scratch_dir() + "/sh.out", e = ts::test::scratch_dir() + "/sh.err";
+  const int st = std::system(("TOUCHSTONE_NO_PROGRESS=1 " + cmd + " >" + o + " 2>" + e).c_str());
+  Result r;
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.out = read_file(o);
+  r.err = read_file(e);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("touchstone batch: bad plans exit 2 with one line naming the JSON path, before any work") {
+  const std::string d = plan_dir();
+  struct Bad {
+    std::string body, needle;
+  };
+  const Bad bad[] = {
+      {R"({"schema": "touchstone.plan/2", "fixtures": ["fx0.h5"], "gates": ["bit_exact"], "candidates": ["sage2"]})",
+       "$.schema"},
+      {R"({"schema": "touchstone.plan/1", "fixtures": ["nothing*.h5"], "gates": ["bit_exact"], "candidates": ["sage2"]})",
+       "$.fixtures[0]"},
+      {R"({"schema": "touchstone.plan/1", "fixtures": ["fx0.h5"], "gates": ["bit_exact"], "candidates": ["sage2", "sol:nope=1"]})",
+       "$.candidates[1]"},
+      {R"({"schema": "touchstone.plan/1", "fixtures": ["fx0.h5"], "gates": ["no_such_gate"], "candidates": ["sage2"]})",
+       "$.gates[0]"},
+      {R"({"schema": "touchstone.plan/1", "fixtures": ["fx0.h5"], "gates": ["bit_exact"], "candidates": ["sage2"], "extra": 1})",
+       "extra"},
+      {R"({"schema": "touchstone.plan/1", "fixtures": ["fx0.h5"], "gates": ["bit_exact"], "candidates": ["sage2"],
+           "options": {"pairs": 0}})",
+       "$.options.pairs"},
+      {R"({"schema": "touchstone.plan/1", "fixtures": ["fx0.h5"], "gates": ["bit_exact"], "candidates": ["stored:absent"]})",
+       "$.candidates[0]"},
+      {R"({"schema": "touchstone.plan/1", "fixtures": ["fx0.h5"], "gates": ["bit_exact"]})", "no candidate"},
+      {R"({"schema": "touchstone.plan/1", "fixtures": ["fx0.h5"], "gates": ["bit_exact"], "sweeps": [{"taus": []}]})",
+       "$.sweeps[0].taus"},
+      {"{not json", "bad.json"},
+      {R"({"schema": "touchstone.plan/1", "fixtures": ["fx0.h5"], "gates": ["bit_exact"],
+           "sweeps": [{"backend": "sol", "taus": [1], "params": ["bogus=2"]}]})",
+       "$.sweeps[0]"},
+      {R"({"schema": "touchstone.plan/1", "fixtures": ["fx0.h5"], "gates": ["bit_exact"], "stored": ["nope"]})",
+       "$.stored"},
+      {R"({"schema": "touchstone.plan/1", "fixtures": ["fx0.h5", "not_a_fixture.txt"], "gates": ["bit_exact"],
+           "candidates": ["sage2"]})",
+       "$.fixtures[1]"},
+  };
+  std::ofstream(d + "/not_a_fixture.txt") << "not HDF5\n";
+  for (const auto& b : bad) {
+    const std::string p = write_plan("bad.json", b.body);
+    fs::remove_all(d + "/bad.results");
+    const Result r = cli("batch " + p);
+    INFO(b.body << "\n" << r.err);
+    CHECK(r.code == 2);
+    CHECK(r.err.find(b.needle) != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(!fs::exists(d + "/bad.results"));
+  }
+  CHECK(cli("batch " + write_plan("ok.json", kPlanBody) + " --shard 2/2").code == 2);
+  CHECK(cli("batch merge " + d + "/nothing.json -o " + d + "/x.json").code == 2);
+}
+
+TEST_CASE("touchstone batch --dry-run: every case with its estimate and shard; nothing runs") {
+  const std::string p = write_plan("dry.json", kPlanBody);
+  const Result r = cli("batch " + p + " --dry-run --shard 0/3 --json");
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["cases"].size() == 24);
+  CHECK(j["cases"][0]["id"] == "c0000");
+  CHECK(j["cases"][23]["candidate"] == "sage2:preset=sm90");
+  std::set<int> shards;
+  for (const auto& c : j["cases"]) {
+    CHECK(c["cost_core_s"].get<double>() > 0);
+    shards.insert(c["shard"].get<int>());
+  }
+  CHECK(shards.size() == 3);
+  CHECK(!fs::exists(plan_dir() + "/dry.results"));
+}
+
+TEST_CASE("touchstone batch: one process, 2 workers, shards merged in either order and mpirun -np 2 give one report") {
+  const std::string d = plan_dir();
+  const std::string p = write_plan("plan.json", kPlanBody);
+  const Result one = cli("batch " + p + " --workers 1" + reports(d + "/one"));
+  INFO(one.err);
+  REQUIRE(one.code == 1);  // exact and sm90 are not bit-exact to sage2
+  const auto j = normalised(d + "/one.json");
+  CHECK(j["summary"]["accept"] == 8);
+  CHECK(j["summary"]["reject"] == 16);
+  CHECK(j["summary"]["not_judged"] == 0);
+  REQUIRE(j["runs"].size() == 8);
+
+  // A run of the report is what `gate` writes for the same cases.
+  const Result g = cli("gate --gate bit_exact --fixture " + d + "/fx3.h5 --candidate sage2 --candidate exact "
+                       "--candidate sage2:preset=sm90 --json " + d + "/g3.json");
+  REQUIRE(g.code == 1);
+  CHECK(j["runs"][3] == nlohmann::json::parse(read_file(d + "/g3.json")));
+
+  // One fixture's cases split over 3 workers (each loads it and runs exact and the baseline):
+  // still the run `gate` makes.
+  const std::string split = write_plan("split.json", R"({"schema": "touchstone.plan/1", "fixtures": ["fx3.h5"],
+    "gates": ["bit_exact"], "candidates": ["sage2", "exact", "sage2:preset=sm90"]})");
+  REQUIRE(cli("batch " + split + " --workers 3 --json " + d + "/split-report.json").code == 1);
+  const auto sj = nlohmann::json::parse(read_file(d + "/split-report.json"));
+  CHECK(sj["runs"] == nlohmann::json::array({nlohmann::json::parse(read_file(d + "/g3.json"))}));
+  std::set<int64_t> pids;
+  for (const auto& [id, e] : sj["execution"]["cases"].items()) pids.insert(e["pid"].get<int64_t>());
+  CHECK(pids.size() == 3);
+
+  REQUIRE(cli("batch " + p + " --workers 2" + reports(d + "/two")).code == 1);
+  same_reports(d + "/one", d + "/two");
+
+  // Shards in reverse order, each into its own folder (as array tasks on different nodes).
+  REQUIRE(cli("batch " + p + " --shard 1/2 --results " + d + "/r1 -o " + d + "/s1.json").code == 1);
+  REQUIRE(cli("batch " + p + " --shard 0/2 --results " + d + "/r0 -o " + d + "/s0.json").code == 1);
+  REQUIRE(cli("batch merge " + d + "/s1.json " + d + "/s0.json" + reports(d + "/m10")).code == 1);
+  REQUIRE(cli("batch merge " + d + "/s0.json " + d + "/s1.json" + reports(d + "/m01")).code == 1);
+  same_reports(d + "/one", d + "/m10");
+  same_reports(d + "/one", d + "/m01");
+
+  // A shard missing from the merge: its cases are named, the others' verdicts kept.
+  const Result half = cli("batch merge " + d + "/s0.json --json " + d + "/half.json");
+  CHECK(half.code == 1);
+  const auto h = normalised(d + "/half.json");
+  const size_t in_s0 = nlohmann::json::parse(read_file(d + "/s0.json"))["assigned"].size();
+  CHECK(h["summary"]["judged"] == in_s0);
+  CHECK(h["summary"]["not_judged"] == 24 - in_s0);
+  CHECK(h["not_judged"][0]["reason"].get<std::string>().find("shard 1/2 is missing") != std::string::npos);
+  // A shard of another plan is refused.
+  const std::string other = write_plan("other.json", R"({"schema": "touchstone.plan/1", "fixtures": ["fx0.h5"],
+    "gates": ["bit_exact"], "candidates": ["sage2"]})");
+  REQUIRE(cli("batch " + other + " --shard 0/1 -o " + d + "/other-s0.json").code == 0);
+  const Result mixed = cli("batch merge " + d + "/s0.json " + d + "/other-s0.json -o " + d + "/mixed.json");
+  CHECK(mixed.code == 2);
+  CHECK(mixed.err.find("another plan") != std::string::npos);
+
+  if (!have_mpi()) {
+    WARN("SKIPPED: mpirun or a touchstone built with MPI is absent");
+    return;
+  }
+  const Result m = shell(kMpirun + " -np 2 " + TOUCHSTONE_CLI + " batch " + p + " --results " + d + "/rm" +
+                         reports(d + "/mpi"));
+  INFO(m.err);
+  CHECK(m.code == 1);
+  same_reports(d + "/one", d + "/mpi");
+}
+
+TEST_CASE("touchstone batch: a worker that crashes loses only its case, reported with its signal") {
+  const std::string d = plan_dir();
+  const std::string p = write_plan("crash.json", kPlanBody);
+  const Result r = shell("TOUCHSTONE_BATCH_FAULT=crash:c0004 " + std::string(TOUCHSTONE_CLI) + " batch " + p +
+                         " --workers 2 --json " + d + "/crash-report.json");
+  INFO(r.err);
+  CHECK(r.code == 1);
+  const auto j = normalised(d + "/crash-report.json");
+  CHECK(j["summary"]["judged"] == 23);
+  REQUIRE(j["not_judged"].size() == 1);
+  CHECK(j["not_judged"][0]["id"] == "c0004");
+  CHECK(j["not_judged"][0]["reason"].get<std::string>().find("signal 11") != std::string::npos);
+  // --resume judges what is left, and the report is the one of a clean run.
+  const Result resumed = cli("batch " + p + " --resume --json " + d + "/crash-resumed.json");
+  INFO(resumed.err);
+  REQUIRE(resumed.code == 1);
+  const auto k = normalised(d + "/crash-resumed.json");
+  CHECK(k["summary"]["judged"] == 24);
+  CHECK(k["runs"] == normalised(d + "/one.json")["runs"]);
+}
+
+TEST_CASE("touchstone batch under mpirun: a rank killed mid-run keeps the other's verdicts and names the rest") {
+  if (!have_mpi()) {
+    WARN("SKIPPED: mpirun or a touchstone built with MPI is absent");
+    return;
+  }
+  const std::string d = plan_dir();
+  const std::string p = write_plan("kill.json", kPlanBody);
+  // Rank 1 dies on SIGKILL after its first unit; orte_abort_on_non_zero_status 0
+  // keeps mpirun from killing rank 0 with it (docs/batch.md "When a rank dies").
+  const Result r = shell("TOUCHSTONE_BATCH_FAULT=rank:1:after:1 " + kMpirun +
+                         " --mca orte_abort_on_non_zero_status 0 -np 2 " + TOUCHSTONE_CLI + " batch " + p +
+                         " --rank-timeout 3 --json " + d + "/kill-report.json");
+  INFO(r.err);
+  CHECK(r.code != 0);
+  REQUIRE(fs::exists(d + "/kill-report.json"));
+  const auto j = normalised(d + "/kill-report.json");
+  const Result dry_run = cli("batch " + p + " --dry-run --shard 0/2 --json");
+  INFO(dry_run.err);
+  REQUIRE(dry_run.code == 0);
+  const auto dry = nlohmann::json::parse(dry_run.out);
+  size_t rank1 = 0;
+  for (const auto& c : dry["cases"]) rank1 += c["shard"] == 1;
+  // Rank 0's share, and rank 1's first unit (3 cases, on disk before it died).
+  CHECK(j["summary"]["judged"] == 24 - rank1 + 3);
+  REQUIRE(j["not_judged"].size() == rank1 - 3);
+  for (const auto& n : j["not_judged"])
+    CHECK(n["reason"].get<std::string>().find("rank 1 of 2 did not report") != std::string::npos);
+  // --resume judges the rest; the report is then the clean run's.
+  const Result again = shell(kMpirun + " -np 2 " + TOUCHSTONE_CLI + " batch " + p + " --resume --json " + d +
+                             "/kill-resumed.json");
+  INFO(again.err);
+  CHECK(again.code == 1);
+  CHECK(normalised(d + "/kill-resumed.json")["runs"] == normalised(d + "/one.json")["runs"]);
+}
