@@ -68,6 +68,10 @@ struct CompareReport {
 // figure of each group beside it.
 std::string render_compare_html(const CompareReport& report);
 
+// A page of its own (triage, scan, history) in the reports' style: the same
+// stylesheet (every svg_plot.hpp class), head and footer around `body_html`.
+std::string render_page(const std::string& title, const std::string& body_html);
+
 // Writes to a temporary file beside `path` and renames it over `path`, so a
 // failed write never leaves a truncated report. InputError naming the path.
 void write_file_atomic(const std::string& path, const std::string& content);

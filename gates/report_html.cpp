@@ -509,6 +509,10 @@ std::string run_section(const GateRun& run, const std::string& anchor) {
 
 }  // namespace
 
+std::string render_page(const std::string& title, const std::string& body_html) {
+  return page_open(title) + body_html + page_close();
+}
+
 std::string render_html(const GateRun& run) {
   return page_open("touchstone gate " + run.gate.name) + run_section(run, "candidate-") + page_close();
 }
