@@ -13,6 +13,7 @@ struct Opts {
   ts::ScanOptions s;
   std::string dim = "seq";
   int64_t seq = 0, heads = 0, head_dim = 0;
+  std::string label;
   ts::cli::ReportTarget json, html;
 };
 
@@ -22,7 +23,8 @@ int run(Opts& o) {
   if (o.seq) o.s.seq = o.seq;
   if (o.heads) o.s.heads = o.heads;
   if (o.head_dim) o.s.head_dim = o.head_dim;
-  const ts::ScanResult r = ts::run_scan(o.s);
+  ts::ScanResult r = ts::run_scan(o.s);
+  if (!o.label.empty()) r.candidate_name = o.label;
   o.json.emit(r.to_json().dump(2) + "\n");
   if (o.html.on()) o.html.emit(r.html());
   if (!o.json.to_stdout() && !o.html.to_stdout()) std::cout << r.text() << std::flush;
@@ -40,6 +42,7 @@ ts::cli::Registration reg{
       app.add_option("--worker", s.worker,
                      "instead of --candidate: a command speaking the scan worker protocol (docs/scan.md); "
                      "python3 -m touchstone scan --kernel module:fn starts one");
+      app.add_option("--label", o->label, "what the reports call the candidate (default: the backend's name)");
       app.add_option("--exact", s.exact, "the exact reference backend (exact, exact_cuda)")->capture_default_str();
       app.add_option("--dim", o->dim, "what is varied: seq | heads | head_dim")->capture_default_str();
       app.add_option("--from", s.search.from, "the smallest shape")->required()->check(CLI::PositiveNumber);

@@ -1,4 +1,4 @@
-"""python3 -m touchstone {replay, from-npz, sage-fidelity} ...: results on stdout, one-line
+"""python3 -m touchstone {replay, from-npz, sage-fidelity, scan} ...: results on stdout, one-line
 errors on stderr; exit 0 pass, 1 check failed, 2 bad input, 3 internal error."""
 import argparse
 import json
@@ -148,6 +148,11 @@ def _fidelity(a):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["scan"]:  # its options are touchstone scan's: passed through (scan.py)
+        from . import scan
+
+        return scan.main(argv[1:])
     a = _parser().parse_args(argv)
     try:
         return {"replay": _replay, "from-npz": _from_npz, "sage-fidelity": _fidelity}[a.cmd](a)
