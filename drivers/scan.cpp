@@ -16,6 +16,7 @@
 
 #include "core/error.hpp"
 #include "core/progress.hpp"
+#include "drivers/run_estimate.hpp"
 #include "drivers/scan_worker.hpp"
 #include "fixtures/synth.hpp"
 #include "gates/markup.hpp"
@@ -115,6 +116,15 @@ ScanResult run_scan(const ScanOptions& o) {
   for (int64_t x : {o.search.from, o.search.to}) {
     const auto s = shape(x);
     scan_config(o.preset, s[0], s[1], s[2]);
+  }
+  {
+    // Dense CPU backends at the largest shape: half the budget's runs there is what a cliff
+    // near the top costs (the grid and the bisection's upper half).
+    const auto s = shape(o.search.to);
+    const int n = std::max(2, o.search.budget / 2);
+    std::vector<std::pair<std::string, int>> runs = {{o.exact, n}};
+    if (!o.candidate.empty()) runs.push_back({o.candidate, n});
+    refuse_slow_cpu(runs, scan_config(o.preset, s[0], s[1], s[2]), SlowGuard::from_env(o.allow_slow), "scan");
   }
   ScanResult res;
   res.options = o;

@@ -86,6 +86,7 @@ struct ScanOptions {
   double structure = 0.7;
   std::string work_dir;  // worker fixtures ("" = the system's temporary directory)
   bool progress = false;  // a line per evaluation on stderr
+  bool allow_slow = false;  // start even when the dense CPU runs are estimated over the limit
 };
 
 // The geometry of one scanned shape: the preset's, with S tokens (video and

@@ -71,6 +71,8 @@ ts::cli::Registration reg{
           ->check(CLI::PositiveNumber);
       app.add_option("--seed", s.seed, "synthesis seed")->capture_default_str();
       app.add_option("--work-dir", s.work_dir, "where a worker's fixtures are written (default: the temp dir)");
+      app.add_flag("--allow-slow", s.allow_slow,
+                   "start even when the CPU work is estimated over the limit (10 min; env TOUCHSTONE_SLOW_LIMIT_S)");
       app.add_flag("--progress", s.progress, "a line per evaluation on stderr (default: when it is a terminal)");
       ts::cli::add_json_option(app, o->json, "every evaluation and the cliff");
       ts::cli::add_report_option(app, "--html", o->html, "write a self-contained HTML page: the curve, the cliff");
