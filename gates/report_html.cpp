@@ -41,7 +41,7 @@ svg.plot .dot.floor.group,svg.plot .dot.floor.s0{stroke:#0969da}svg.plot .dot.fl
 svg.plot .series.s1{stroke:#8250df}svg.plot .series.s2{stroke:#bc4c00}svg.plot .series.front{stroke:#57606a;stroke-dasharray:4 3}
 svg.plot .noisefloor{stroke:#57606a;stroke-width:2}svg.plot .floortext{fill:#57606a;font-size:11px}svg.plot .value{font-size:11px}
 svg.plot .span{fill:#ffebe9}svg.plot .spantext{fill:#cf222e;font-size:11px}svg.plot .legend{font-size:11px}
-svg.plot .cell{stroke:#fff;stroke-width:0.5}svg.plot .cell.undefined{fill:#fff;stroke:#d0d7de}svg.plot .cell.nonfinite{fill:#cf222e}svg.plot .cell.hot{stroke:#cf222e;stroke-width:2}
+svg.plot .cell{stroke:#fff;stroke-width:0.5}svg.plot .cell.dense{stroke:none}svg.plot .hotmark{fill:#cf222e}svg.plot .cell.undefined{fill:#fff;stroke:#d0d7de}svg.plot .cell.nonfinite{fill:#cf222e}svg.plot .cell.hot{stroke:#cf222e;stroke-width:2}
 svg.plot .cellvalue{font-size:10px;fill:#1f2328}svg.plot .cellvalue.light{fill:#fff}
 )css";
 

@@ -657,8 +657,12 @@ std::string heatmap(const Heatmap& m) {
   const double x0 = 80, bar_w = 14, x1 = kWidth - 100, top = 30;
   const double cw = cols ? std::min(48.0, (x1 - x0) / static_cast<double>(cols)) : 1;
   const double ch = rows ? std::clamp(360.0 / static_cast<double>(rows), 3.0, 28.0) : 1;
-  const double bottom = top + ch * static_cast<double>(rows), h = std::max(bottom, top + 160) + 48;
+  const double bottom = top + ch * static_cast<double>(rows), h = std::max(bottom, top + 172) + 58;
   const bool write_values = cols <= 16 && rows <= 32 && cw >= 34 && ch >= 14;
+  // Cells too small for an outline: the rows and columns holding a hot cell
+  // are marked beside the map instead.
+  const bool dense = cw < 8 || ch < 8;
+  std::vector<bool> hot_row(rows, false), hot_col(cols, false);
 
   std::ostringstream o;
   o << open_svg(kWidth, h, m.title, "heatmap");
@@ -667,30 +671,44 @@ std::string heatmap(const Heatmap& m) {
   };
   for (size_t r = 0; r < rows; ++r) {
     for (size_t k = 0; k < cols; ++k) {
-      const std::optional<double> v = k < m.cells[r].size() ? m.cells[r][k] : std::nullopt;
+      const double* cell = k < m.cells[r].size() && m.cells[r][k] ? &*m.cells[r][k] : nullptr;
+      const std::optional<double> v = cell ? std::optional<double>(*cell) : std::nullopt;
       const double x = x0 + cw * static_cast<double>(k), y = top + ch * static_cast<double>(r);
       const std::string tip = m.row_label + " " + name(m.row_names, r) + ", " + m.col_label + " " +
                               name(m.col_names, k) + ": " + text_of_value(v, "undefined");
-      const bool finite = v && std::isfinite(*v);
+      const bool finite = cell && std::isfinite(*cell);
       const bool hot = finite && m.highlight_above && *v > *m.highlight_above;
-      o << "<rect class=\"cell" << (!v ? " undefined" : !finite ? " nonfinite" : "") << (hot ? " hot" : "")
+      if (hot) hot_row[r] = hot_col[k] = true;
+      o << "<rect class=\"cell" << (dense ? " dense" : "") << (!v ? " undefined" : !finite ? " nonfinite" : "")
+        << (hot && !dense ? " hot" : "")
         << "\" x=\"" << c(x) << "\" y=\"" << c(y) << "\" width=\"" << c(cw) << "\" height=\"" << c(ch) << "\"";
-      if (finite) o << " fill=\"" << ramp(axis.frac(*v)) << "\"";
+      if (finite) o << " fill=\"" << ramp(axis.frac(*cell)) << "\"";
       o << "><title>" << esc(tip) << "</title></rect>";
-      if (write_values && v)
-        o << "<text class=\"cellvalue" << (finite && axis.frac(*v) > 0.45 ? " light" : "") << "\" x=\""
+      if (write_values && cell)
+        o << "<text class=\"cellvalue" << (finite && axis.frac(*cell) > 0.45 ? " light" : "") << "\" x=\""
           << c(x + cw / 2) << "\" y=\"" << c(y + ch / 2 + 4) << "\" text-anchor=\"middle\">"
-          << esc(finite ? format_number(*v, 2) : format_number(*v)) << "</text>";
+          << esc(finite ? format_number(*cell, 2) : format_number(*cell)) << "</text>";
     }
+    o << "\n";
+  }
+  if (dense) {
+    for (size_t r = 0; r < rows; ++r)
+      if (hot_row[r])
+        o << "<rect class=\"hotmark\" x=\"" << c(x0 - 3) << "\" y=\"" << c(top + ch * static_cast<double>(r))
+          << "\" width=\"3\" height=\"" << c(std::max(ch, 1.0)) << "\"/>";
+    for (size_t k = 0; k < cols; ++k)
+      if (hot_col[k])
+        o << "<rect class=\"hotmark\" x=\"" << c(x0 + cw * static_cast<double>(k)) << "\" y=\"" << c(bottom)
+          << "\" width=\"" << c(std::max(cw, 1.0)) << "\" height=\"3\"/>";
     o << "\n";
   }
   // Row and column names, thinned to about twenty of each.
   const size_t rstep = std::max<size_t>(1, (rows + 19) / 20), cstep = std::max<size_t>(1, (cols + 19) / 20);
   for (size_t r = 0; r < rows; r += rstep)
-    o << "<text class=\"tick\" x=\"" << c(x0 - 4) << "\" y=\"" << c(top + ch * (static_cast<double>(r) + 0.5) + 4)
+    o << "<text class=\"tick\" x=\"" << c(x0 - 6) << "\" y=\"" << c(top + ch * (static_cast<double>(r) + 0.5) + 4)
       << "\" text-anchor=\"end\">" << esc(name(m.row_names, r)) << "</text>";
   for (size_t k = 0; k < cols; k += cstep)
-    o << "<text class=\"tick\" x=\"" << c(x0 + cw * (static_cast<double>(k) + 0.5)) << "\" y=\"" << c(bottom + 14)
+    o << "<text class=\"tick\" x=\"" << c(x0 + cw * (static_cast<double>(k) + 0.5)) << "\" y=\"" << c(bottom + 16)
       << "\" text-anchor=\"middle\">" << esc(name(m.col_names, k)) << "</text>";
   o << "\n<text class=\"note\" x=\"" << c(x0 + cw * static_cast<double>(cols) / 2) << "\" y=\"" << c(bottom + 32)
     << "\" text-anchor=\"middle\">" << esc(m.col_label) << "</text>";
@@ -698,7 +716,7 @@ std::string heatmap(const Heatmap& m) {
     << " text-anchor=\"middle\">" << esc(m.row_label) << "</text>\n";
 
   // The colour bar, low at the bottom.
-  const double bx = kWidth - 80, bt = top, bb = top + 160;
+  const double bx = kWidth - 80, bt = top + 6, bb = top + 166;
   for (int i = 0; i < 32; ++i) {
     const double f0 = i / 32.0;
     o << "<rect class=\"bar\" x=\"" << c(bx) << "\" y=\"" << c(bb - (bb - bt) * (f0 + 1 / 32.0)) << "\" width=\""
@@ -707,10 +725,13 @@ std::string heatmap(const Heatmap& m) {
   for (const auto& t : axis.ticks())
     o << "<text class=\"tick\" x=\"" << c(bx + bar_w + 4) << "\" y=\"" << c(bb - t.at * (bb - bt) + 4) << "\">"
       << esc(t.label) << "</text>";
-  o << "\n<text class=\"note\" x=\"" << c(bx) << "\" y=\"" << c(bt - 8) << "\">" << esc(m.value_label) << "</text>";
+  o << "\n<text class=\"note\" x=\"" << c(bx) << "\" y=\"" << c(bt - 14) << "\">" << esc(m.value_label) << "</text>";
   o << "<text class=\"note\" x=\"" << c(kWidth - 4) << "\" y=\"" << c(h - 6) << "\" text-anchor=\"end\">"
-    << esc("colour: " + axis.note() + (m.highlight_above ? "; outlined: above " + format_number(*m.highlight_above)
-                                                         : std::string()))
+    << esc("colour: " + axis.note() +
+           (m.highlight_above ? (dense ? "; marked beside the map: rows and columns with a cell above "
+                                       : "; outlined: above ") +
+                                    format_number(*m.highlight_above)
+                              : std::string()))
     << "</text>\n</svg>\n";
   return o.str();
 }
