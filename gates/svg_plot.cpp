@@ -18,7 +18,7 @@ constexpr double kWidth = 760;
 // A log axis reaches at most this many decades below its largest value:
 // figures further down (and zeros) sit on the floor, so one exact candidate
 // at 1e-300 does not squeeze every other figure into a corner.
-constexpr double kMaxDecades = 12;
+constexpr double kMaxDecades = 24;
 
 // Every coordinate goes through here. The plots only place finite values, so
 // a non-finite coordinate would be a bug; writing it as 0 keeps the page
