@@ -19,7 +19,7 @@ def _kernel_list():
 def _parser():
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="cmd", metavar="{replay,from-npz,sage-fidelity}")
+    sub = p.add_subparsers(dest="cmd", metavar="{replay,from-npz,sage-fidelity,scan}")
     sub.required = True
 
     r = sub.add_parser(

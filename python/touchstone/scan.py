@@ -66,15 +66,19 @@ def serve(kernel_spec, device="auto", layout=None):
 
 def _parser():
     p = argparse.ArgumentParser(
-        prog=PROG, allow_abbrev=False, description=__doc__.split("\n\n")[1].split("\n")[0],
+        prog=PROG, allow_abbrev=False, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="A Python kernel's error against exact over a range of shapes, bisecting to where "
+                    "it leaves its trend\n(docs/scan.md): touchstone scan with this module as its worker.",
         epilog="Every other option is touchstone scan's (touchstone scan --help): --from, --to, "
                "--dim, --heads, --head-dim, --exact (exact_cuda on a GPU machine), --budget, "
                "--json, --html, ...\nExample: python3 -m touchstone scan --kernel sageattn_sm90 "
                "--from 1024 --to 200000 --heads 2 --exact exact_cuda --json scan.json")
     p.add_argument("--kernel", required=True, help="a replay built-in or module:function")
-    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),
+                   help="where the kernel runs (default auto: cuda where a device is)")
     p.add_argument("--layout", default=None, choices=("BHSD", "BSHD"), help="a user kernel's layout")
-    p.add_argument("--touchstone", help="the touchstone binary (default: see find_touchstone)")
+    p.add_argument("--touchstone", help="the touchstone binary (default: $TOUCHSTONE_CLI, touchstone on "
+                                        "PATH, the checkout's build-gpu/ or build/)")
     p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     return p
 
