@@ -677,7 +677,7 @@ std::string heatmap(const Heatmap& m) {
       const std::string tip = m.row_label + " " + name(m.row_names, r) + ", " + m.col_label + " " +
                               name(m.col_names, k) + ": " + text_of_value(v, "undefined");
       const bool finite = cell && std::isfinite(*cell);
-      const bool hot = finite && m.highlight_above && *v > *m.highlight_above;
+      const bool hot = finite && m.highlight_above && *cell > *m.highlight_above;
       if (hot) hot_row[r] = hot_col[k] = true;
       o << "<rect class=\"cell" << (dense ? " dense" : "") << (!v ? " undefined" : !finite ? " nonfinite" : "")
         << (hot && !dense ? " hot" : "")
