@@ -39,6 +39,9 @@ struct ScanSearchOptions {
   // figure changes by more than this factor beyond what the trend predicts
   // (or turns non-finite, or a run fails).
   double jump = 3;
+  // Figures below this count as this (float64 roundoff of 1 - cos is ~1e-16,
+  // so noise between 1e-15 and 1e-14 must not read as a cliff).
+  double floor = 1e-12;
 };
 
 struct ScanEvaluation {

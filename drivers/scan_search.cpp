@@ -55,9 +55,9 @@ namespace {
 
 bool broken(const ScanEvaluation& e) { return !e.figure || !std::isfinite(*e.figure); }
 
-// log10 of the figure; an exact 0 counts as 1e-16 (float64's noise), so a
-// kernel that is exact on part of the range still has a trend.
-double level(const ScanEvaluation& e) { return std::log10(std::max(*e.figure, 1e-16)); }
+// log10 of the figure, at least the floor's (an exact 0 too), so that a kernel
+// exact on part of the range still has a trend and roundoff is no cliff.
+double log_level(const ScanEvaluation& e, double floor) { return std::log10(std::max(*e.figure, floor)); }
 
 int64_t round_to(int64_t x, int64_t m) { return std::max<int64_t>(m, (x + m / 2) / m * m); }
 
@@ -70,7 +70,8 @@ ScanSearchResult scan_search(const ScanSearchOptions& o, const ScanFunction& eva
     throw InputError("scan: --from and --to must be multiples of --multiple " + std::to_string(o.multiple));
   if (o.points < 4) throw InputError("scan: --points must be >= 4 (a trend needs three steps)");
   if (o.budget < o.points) throw InputError("scan: --budget must be >= --points");
-  if (!(o.resolution > 0) || !(o.jump > 1)) throw InputError("scan: --resolution must be > 0 and --jump > 1");
+  if (!(o.resolution > 0) || !(o.jump > 1) || !(o.floor > 0))
+    throw InputError("scan: --resolution and --floor must be > 0, --jump > 1");
 
   ScanSearchResult r;
   auto eval = [&](int64_t x, bool grid) -> const ScanEvaluation& {
@@ -92,6 +93,7 @@ ScanSearchResult scan_search(const ScanSearchOptions& o, const ScanFunction& eva
   for (int64_t x : xs) g.push_back(eval(x, true));
 
   auto lx = [](int64_t x) { return std::log10(static_cast<double>(x)); };
+  auto level = [&](const ScanEvaluation& e) { return log_level(e, o.floor); };
   std::vector<double> slopes;
   for (size_t i = 0; i + 1 < g.size(); ++i)
     if (!broken(g[i]) && !broken(g[i + 1]))

@@ -59,6 +59,8 @@ ts::cli::Registration reg{
       app.add_option("--jump", s.search.jump,
                      "a step is off the trend when the figure changes by more than this factor beyond it")
           ->capture_default_str();
+      app.add_option("--floor", s.search.floor, "figures below this count as this (roundoff is no cliff)")
+          ->capture_default_str();
       app.add_option("--metric", s.metric, "rel_l2 | rel_l1 | rmse | max_abs | cosine (as 1 - cos)")
           ->capture_default_str();
       app.add_option("--preset", s.preset, "the geometry the shapes are cut from (tiny | ci | medium | block24)")
