@@ -58,10 +58,19 @@ struct CompareReport {
   MetricSet metrics;
   std::optional<MetricBreakdown> breakdown;
   std::string breakdown_note;  // why there is no breakdown, when there is none
+  // The noise floor: a third tensor (the baseline) against the same reference,
+  // group by group, drawn under each group's point.
+  std::optional<MetricBreakdown> floor;
+  std::string floor_name;
 };
-// The metrics table and, with a breakdown, rel_l2 by head, by 128-token
-// query block and by latent frame.
+// The metrics table and, with a breakdown, rel_l2 and |gain - 1| by head, by
+// 128-token query block and by latent frame, each group a point, the floor's
+// figure of each group beside it.
 std::string render_compare_html(const CompareReport& report);
+
+// A page of its own (triage, scan, history) in the reports' style: the same
+// stylesheet (every svg_plot.hpp class), head and footer around `body_html`.
+std::string render_page(const std::string& title, const std::string& body_html);
 
 // Writes to a temporary file beside `path` and renames it over `path`, so a
 // failed write never leaves a truncated report. InputError naming the path.

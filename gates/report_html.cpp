@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 
 #include "gates/markup.hpp"
@@ -20,6 +21,9 @@ h1{font-size:22px;margin:0 0 8px}h2{font-size:18px;margin:28px 0 8px;border-bott
 code,pre{font-family:ui-monospace,monospace;font-size:13px}pre{background:#f6f8fa;padding:8px;overflow-x:auto;white-space:pre-wrap;word-break:break-all}
 table{border-collapse:collapse;margin:6px 0 12px}th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:top}th{background:#f6f8fa}
 td.num{font-family:ui-monospace,monospace;text-align:right;white-space:nowrap}
+table.summary{width:100%}table.summary th,table.summary td{overflow-wrap:break-word}.badge{white-space:nowrap}
+table.summary td.num{white-space:normal}table.summary th .note{font-weight:normal;font-size:12px}div.wide{max-width:100%;overflow-x:auto}
+figure{margin:12px 0}
 .badge{display:inline-block;padding:1px 8px;border-radius:4px;font-weight:600;color:#fff;font-size:13px}
 .badge.accept{background:#1a7f37}.badge.reject{background:#cf222e}.badge.inconclusive{background:#9a6700}.badge.mistrusted{background:#6639ba}.badge.other{background:#57606a}
 td.pass{color:#1a7f37}td.fail{color:#cf222e;font-weight:600}td.open,td.missing{color:#9a6700;font-weight:600}td.na{color:#57606a}
@@ -32,9 +36,32 @@ svg.plot .dot{stroke:#fff}svg.plot .dot.pass{fill:#1a7f37}svg.plot .dot.fail{fil
 svg.plot .whisker{stroke:#57606a;stroke-width:1.5;fill:none}
 svg.plot .gap{fill:none;stroke:#9a6700;stroke-dasharray:3 3}svg.plot .gaptext{fill:#9a6700;font-style:italic}
 svg.plot .series{fill:none;stroke:#0969da;stroke-width:1.5}svg.plot .point{fill:#0969da}svg.plot .gapmark{stroke:#cf222e;stroke-width:2}
+svg.plot .dot.group,svg.plot .dot.s0{fill:#0969da}svg.plot .dot.s1{fill:#8250df}svg.plot .dot.s2{fill:#bc4c00}svg.plot .dot.floor{fill:#fff;stroke-width:2}
+svg.plot .dot.floor.group,svg.plot .dot.floor.s0{stroke:#0969da}svg.plot .dot.floor.pass{stroke:#1a7f37}svg.plot .dot.floor.fail{stroke:#cf222e}svg.plot .dot.floor.open,svg.plot .dot.floor.missing{stroke:#9a6700}
+svg.plot .series.s1{stroke:#8250df}svg.plot .series.s2{stroke:#bc4c00}svg.plot .series.front{stroke:#57606a;stroke-dasharray:4 3}
+svg.plot .noisefloor{stroke:#57606a;stroke-width:2}svg.plot .floortext{fill:#57606a;font-size:11px}svg.plot .value{font-size:11px}
+svg.plot .span{fill:#ffebe9}svg.plot .spantext{fill:#cf222e;font-size:11px}svg.plot .legend{font-size:11px}
+svg.plot .cell{stroke:#fff;stroke-width:0.5}svg.plot .cell.dense{stroke:none}svg.plot .hotmark{fill:#cf222e}svg.plot .cell.undefined{fill:#fff;stroke:#d0d7de}svg.plot .cell.nonfinite{fill:#cf222e}svg.plot .cell.hot{stroke:#cf222e;stroke-width:2}
+svg.plot .cellvalue{font-size:10px;fill:#1f2328}svg.plot .cellvalue.light{fill:#fff}
 )css";
 
 std::string esc(const std::string& s) { return markup_escape(s); }
+
+// Escaped, with a break opportunity after the separators of ids and specs
+// ("qblock_vs_exact", "sage2:preset=sm121,accum=fp32"), so that a summary
+// table of many rules wraps at them instead of overflowing the page or
+// breaking a word anywhere.
+std::string breakable(const std::string& s) {
+  std::string o, part;
+  for (char ch : s) {
+    part += ch;
+    if (ch == '_' || ch == ',' || ch == ':' || ch == '/' || ch == '=') {
+      o += markup_escape(part) + "<wbr>";
+      part.clear();
+    }
+  }
+  return o + markup_escape(part);
+}
 
 std::string page_open(const std::string& title) {
   return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -134,6 +161,30 @@ std::vector<BoundLine> bound_lines(const GateRule& r) {
   return b;
 }
 
+// A cosine near 1 is read as 1 - cos on a log axis: 0.9996 and a 0.999 bound
+// are then a factor 2.5 apart instead of one pixel.
+svg::Scale plot_scale(const std::string& metric) {
+  return metric == "cosine" ? svg::Scale::one_minus : svg::Scale::automatic;
+}
+
+// The baseline's own figure of the rule's metric against exact: what an exact
+// candidate would score against the baseline, and the least a candidate
+// judged against exact can hope for relative to it. From a resolved ratio
+// limit (k x the baseline's figure), else from the run's context.
+std::optional<double> noise_floor(const GateRun& run, const std::vector<RuleOutcomes>& idx, const GateRule& r) {
+  if (r.max_ratio_to_baseline && *r.max_ratio_to_baseline > 0)
+    for (const auto& o : idx)
+      if (const RuleOutcome* x = o.find(r.id); x && x->limit && std::isfinite(*x->limit))
+        return *x->limit / *r.max_ratio_to_baseline;
+  if (!r.tensor.empty() && r.tensor != run.gate.tensor) return std::nullopt;
+  const auto& ctx = run.context;
+  if (ctx.is_object() && ctx.contains("baseline_vs_exact") && ctx["baseline_vs_exact"].is_object()) {
+    const auto& b = ctx["baseline_vs_exact"];
+    if (b.contains(r.metric) && b[r.metric].is_number()) return b[r.metric].get<double>();
+  }
+  return std::nullopt;
+}
+
 // Outcomes are looked up through one index per candidate (idx[i] for
 // run.candidates[i]), so many rules x candidates render in linear time.
 std::string accuracy_plot(const GateRun& run, const std::vector<RuleOutcomes>& idx, const GateRule& r) {
@@ -153,12 +204,17 @@ std::string accuracy_plot(const GateRun& run, const std::vector<RuleOutcomes>& i
     }
     rows.push_back(d);
   }
+  svg::DotOptions opt;
+  opt.scale = plot_scale(r.metric);
+  opt.noise_floor = noise_floor(run, idx, r);
   std::string caption = "figure per candidate against the bound (dashed)";
   if (r.max_ratio_to_baseline)
     caption += "; the limit " + format_number(*r.max_ratio_to_baseline) +
                " x the baseline's figure vs exact is dashed on each candidate's row";
+  if (opt.noise_floor)
+    caption += "; grey: the noise floor, the baseline's own figure vs exact (" + format_number(*opt.noise_floor) + ")";
   return "<figure>\n<figcaption><strong>" + esc(rule_title(r)) + "</strong> <span class=\"note\">" + esc(caption) +
-         "</span></figcaption>\n" + svg::dot_plot(rule_title(r), rows, bound_lines(r)) + "</figure>\n";
+         "</span></figcaption>\n" + svg::dot_plot(rule_title(r), rows, bound_lines(r), opt) + "</figure>\n";
 }
 
 std::string speed_plot(const GateRun& run, const std::vector<RuleOutcomes>& idx, const GateRule& r) {
@@ -258,23 +314,115 @@ std::string other_levels(const nlohmann::json& details) {
 }
 
 std::string breakdown_plot(const std::string& title, const std::string& x_label,
-                           const std::vector<MetricSet>& groups) {
-  std::vector<std::optional<double>> y;
+                           const std::vector<MetricSet>& groups, const std::vector<MetricSet>* floor,
+                           const std::string& floor_name, bool gain) {
+  svg::GroupPlot p;
+  p.title = title;
+  p.x_label = x_label;
+  p.y_label = gain ? "|gain - 1|" : "rel_l2";
+  auto figure = [gain](const MetricSet& m) -> std::optional<double> {
+    if (!gain) return m.rel_l2;
+    if (!m.gain) return std::nullopt;
+    return std::fabs(*m.gain - 1);
+  };
   std::string nan_at, undefined_at;
   for (size_t i = 0; i < groups.size(); ++i) {
-    y.push_back(groups[i].rel_l2);
-    if (!groups[i].rel_l2) undefined_at += (undefined_at.empty() ? "" : ", ") + std::to_string(i);
-    else if (!std::isfinite(*groups[i].rel_l2)) nan_at += (nan_at.empty() ? "" : ", ") + std::to_string(i);
+    const auto v = figure(groups[i]);
+    p.values.push_back(v);
+    if (!v) undefined_at += (undefined_at.empty() ? "" : ", ") + std::to_string(i);
+    else if (!std::isfinite(*v)) nan_at += (nan_at.empty() ? "" : ", ") + std::to_string(i);
+  }
+  if (floor && floor->size() == groups.size()) {
+    for (const auto& m : *floor) p.floor.push_back(figure(m));
+    p.floor_label = floor_name + " (noise floor)";
   }
   std::ostringstream o;
   o << "<figure>\n<figcaption><strong>" << esc(title) << "</strong> <span class=\"note\">" << groups.size()
-    << " groups";
+    << " groups, each a point";
+  if (!p.floor.empty()) o << "; grey ticks: " << esc(floor_name) << " against the same reference, the noise floor";
   if (!nan_at.empty()) o << "; not finite (NaN or inf), not drawn, marked x: " << esc(nan_at);
   if (!undefined_at.empty()) o << "; undefined (all-zero reference), not drawn, marked x: " << esc(undefined_at);
   o << "</span></figcaption>\n";
   if (groups.empty()) o << "<p class=\"note\">no groups</p>\n";
-  else o << svg::line_plot(title, x_label, "rel_l2", y);
+  else o << svg::group_plot(p);
   o << "</figure>\n";
+  return o.str();
+}
+
+// A shown figure back as a number ("-" and words: none).
+std::optional<double> shown_number(const CandidateVerdict& c, size_t k) {
+  const std::string& t = shown_value(c, k);
+  char* end = nullptr;
+  const double v = std::strtod(t.c_str(), &end);
+  if (end == t.c_str() || *end != '\0') return std::nullopt;
+  return v;
+}
+
+std::optional<size_t> column(const GateRun& run, const std::string& prefix) {
+  for (size_t k = 0; k < run.columns.size(); ++k)
+    if (run.columns[k].rfind(prefix, 0) == 0) return k;
+  return std::nullopt;
+}
+
+// A sweep's trade-off: each row's cost (routed density, or its time) against
+// its distance to the baseline, the gate's bound on that distance drawn, and
+// the Pareto front (rows no other row beats on both) joined. Runs without a
+// density column (a gate) have none.
+std::string pareto_section(const GateRun& run) {
+  const auto dens = column(run, "density"), dist = column(run, "rel_l2 vs "), wall = column(run, "wall ms");
+  if (!dens || !dist || run.candidates.empty()) return "";
+  const auto tau = column(run, "tau");
+  const std::string dist_name = run.columns[*dist] == "rel_l2 vs exact" ? "rel_l2 vs exact" : run.columns[*dist];
+  std::vector<BoundLine> bounds;
+  for (const auto& r : run.gate.rules)
+    if (r.metric == "rel_l2" && r.against == "baseline" && r.max && r.tensor.empty())
+      bounds.push_back({*r.max, r.id + " max " + format_number(*r.max)});
+  std::ostringstream o;
+  o << "<h2>Trade-off</h2>\n";
+  auto one = [&](size_t ycol, const std::string& what) {
+    svg::XYSeries rows{"rows", "s0", {}, false}, front{"Pareto front", "front", {}, true, false};
+    struct P {
+      double x, y;
+    };
+    std::vector<P> pts;
+    for (const auto& c : run.candidates) {
+      const auto x = shown_number(c, *dist), y = shown_number(c, ycol);
+      if (!x || !y) continue;
+      std::string label = tau ? shown_value(c, *tau) : c.candidate;
+      if (tau && shown_number(c, *tau)) label = "\u03c4=" + label;
+      const std::string css = c.verdict == Verdict::accept ? "pass" : c.verdict == Verdict::reject ? "fail" : "open";
+      // Rows on one spot (two tau with the same routing) share a label.
+      auto same = std::find_if(rows.points.begin(), rows.points.end(),
+                               [&](const svg::XYPoint& p) { return p.x == *x && p.y == *y; });
+      if (same != rows.points.end()) {
+        same->label += ", " + label;
+        continue;
+      }
+      rows.points.push_back({*x, *y, label, css});
+      pts.push_back({*x, *y});
+    }
+    if (rows.points.empty()) return;
+    for (const auto& p : pts) {
+      bool dominated = false;
+      for (const auto& q : pts)
+        if (q.x <= p.x && q.y <= p.y && (q.x < p.x || q.y < p.y)) dominated = true;
+      if (!dominated && std::isfinite(p.x) && std::isfinite(p.y)) front.points.push_back({p.x, p.y, "", ""});
+    }
+    svg::XYPlot plot;
+    plot.title = what + " against " + dist_name;
+    plot.x_label = dist_name;
+    plot.y_label = what;
+    plot.series = {front, rows};
+    plot.series[1].name.clear();
+    plot.x_bounds = bounds;
+    o << "<figure>\n<figcaption><strong>" << esc(plot.title) << "</strong> <span class=\"note\">each row a point "
+      << "(green ACCEPT, red REJECT, amber INCONCLUSIVE), labelled by its tau; the Pareto front (no other row is both "
+      << "closer and cheaper) dashed"
+      << (bounds.empty() ? "" : "; the gate's bound on " + esc(dist_name) + " red, dashed") << "</span></figcaption>\n"
+      << svg::xy_plot(plot) << "</figure>\n";
+  };
+  one(*dens, "routed density");
+  if (wall) one(*wall, "wall ms (one run, not judged)");
   return o.str();
 }
 
@@ -308,11 +456,15 @@ std::string run_section(const GateRun& run, const std::string& anchor) {
     << " inconclusive; exit code " << run.exit_code() << "</p>\n";
   o << "<table class=\"summary\">\n<tr><th>candidate</th>";
   for (const auto& col : run.columns) o << "<th>" << esc(col) << "</th>";
-  for (const auto& r : run.gate.rules) o << "<th>" << esc(rule_title(r)) << "</th>";
+  // A rule's column is headed by its id, the metric and bound below it in
+  // small type, so that a gate of eight rules wraps within the page.
+  for (const auto& r : run.gate.rules)
+    o << "<th title=\"" << esc(rule_title(r)) << "\">" << breakable(r.id) << "<br><span class=\"note\">"
+      << breakable(r.metric + (r.is_speed() ? "" : " vs " + r.against) + " " + r.bound_text()) << "</span></th>";
   o << "<th>verdict</th></tr>\n";
   for (size_t i = 0; i < run.candidates.size(); ++i) {
     const auto& c = run.candidates[i];
-    o << "<tr><td><a href=\"#" << anchor << i << "\"><code>" << esc(c.candidate) << "</code></a></td>";
+    o << "<tr><td><a href=\"#" << anchor << i << "\"><code>" << breakable(c.candidate) << "</code></a></td>";
     for (size_t k = 0; k < run.columns.size(); ++k) o << "<td class=\"num\">" << esc(shown_value(c, k)) << "</td>";
     for (const auto& r : run.gate.rules) {
       const RuleOutcome* oc = idx[i].find(r.id);
@@ -333,6 +485,7 @@ std::string run_section(const GateRun& run, const std::string& anchor) {
   }
   o << "</table>\n";
 
+  o << pareto_section(run);
   if (!run.candidates.empty()) {
     o << "<h2>Figures against bounds</h2>\n";
     for (const auto& r : run.gate.rules) o << (r.is_speed() ? speed_plot(run, idx, r) : accuracy_plot(run, idx, r));
@@ -356,6 +509,10 @@ std::string run_section(const GateRun& run, const std::string& anchor) {
 }
 
 }  // namespace
+
+std::string render_page(const std::string& title, const std::string& body_html) {
+  return page_open(title) + body_html + page_close();
+}
 
 std::string render_html(const GateRun& run) {
   return page_open("touchstone gate " + run.gate.name) + run_section(run, "candidate-") + page_close();
@@ -403,9 +560,18 @@ std::string render_compare_html(const CompareReport& r) {
     o << "<h2>Breakdown</h2>\n";
     if (b.cond) o << "<p>conditioning tokens: rel_l2 " << esc(b.cond->rel_l2 ? format_number(*b.cond->rel_l2, 6) : "undefined")
                   << "</p>\n";
-    o << breakdown_plot("rel_l2 per head", "head", b.per_head);
-    o << breakdown_plot("rel_l2 per 128-token query block", "query block (128 tokens)", b.per_query_block);
-    o << breakdown_plot("rel_l2 per latent frame", "latent frame", b.per_frame);
+    const MetricBreakdown* f = r.floor ? &*r.floor : nullptr;
+    const std::string& fn = r.floor_name;
+    o << breakdown_plot("rel_l2 per head", "head", b.per_head, f ? &f->per_head : nullptr, fn, false);
+    o << breakdown_plot("rel_l2 per 128-token query block", "query block (128 tokens)", b.per_query_block,
+                        f ? &f->per_query_block : nullptr, fn, false);
+    o << breakdown_plot("rel_l2 per latent frame", "latent frame", b.per_frame, f ? &f->per_frame : nullptr, fn,
+                        false);
+    o << breakdown_plot("|gain - 1| per head (a scaled head stands out)", "head", b.per_head,
+                        f ? &f->per_head : nullptr, fn, true);
+    if (!f)
+      o << "<p class=\"note\">No noise floor drawn: <code>--noise-floor NAME</code> compares a third tensor (the "
+           "baseline) with the same reference, group by group.</p>\n";
   } else if (!r.breakdown_note.empty()) {
     o << "<p class=\"note\">" << esc(r.breakdown_note) << "</p>\n";
   }

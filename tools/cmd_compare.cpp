@@ -17,7 +17,7 @@
 namespace cmd_compare {
 
 struct Opts {
-  std::string fixture, a, b, gate, exact = "auto";
+  std::string fixture, a, b, gate, exact = "auto", floor;
   ts::cli::ReportTarget json, html, junit, markdown;
   bool breakdown = false, stages = false;
   int top = 5;
@@ -78,7 +78,12 @@ int run(const Opts& o) {
   if (o.exact != "auto" && o.exact != "exact" && o.exact != "exact_cuda")
     throw ts::InputError("--exact: without --stages it picks which stored exact output 'exact' means: exact or exact_cuda");
   exact_spec = o.exact;
+  if (!o.floor.empty() && !o.html.on()) throw ts::InputError("--noise-floor applies to --html (it draws on the page)");
   const ts::Tensor a = read(o.fixture, o.a), b = read(o.fixture, o.b);
+  const ts::Tensor floor_t = o.floor.empty() ? ts::Tensor() : read(o.fixture, o.floor);
+  if (!o.floor.empty() && floor_t.shape != b.shape)
+    throw ts::InputError("--noise-floor " + o.floor + ": shape " + floor_t.shape_string() + " differs from B's " +
+                         b.shape_string());
   const ts::MetricSet m = ts::compute_metrics(a, b);
   nlohmann::json j{{"fixture", o.fixture},
                    {"a", {{"name", o.a}, {"dataset", dataset_of(o.fixture, o.a)}, {"dtype", ts::dtype_name(a.dtype)}}},
@@ -118,6 +123,11 @@ int run(const Opts& o) {
     rep.metrics = m;
     rep.breakdown = br;
     if (!br) rep.breakdown_note = no_breakdown;
+    if (br && !o.floor.empty()) {
+      const ts::Fixture fx = ts::load_fixture(o.fixture, {true, false});
+      rep.floor = ts::compute_breakdown(floor_t, b, fx.config);
+      rep.floor_name = o.floor;
+    }
     o.html.emit(ts::render_compare_html(rep));
   }
   o.json.emit(j.dump(2) + "\n");
@@ -159,6 +169,8 @@ ts::cli::Registration reg{
       ts::cli::add_report_option(app, "--html", o->html,
                                  "write a self-contained HTML page: the metrics and SVG plots of rel_l2 per head, "
                                  "query block and frame (with --stages: the verdict page)");
+      app.add_option("--noise-floor", o->floor,
+                     "with --html: a third tensor (the baseline, as A) against B, drawn per group as the noise floor");
       ts::cli::add_report_option(app, "--junit", o->junit, "with --stages: JUnit XML, one test case per stage x rule");
       ts::cli::add_report_option(app, "--markdown", o->markdown, "with --stages: a Markdown summary");
       app.add_option("--top", o->top, "how many of the worst groups to print")->capture_default_str()->check(CLI::PositiveNumber);

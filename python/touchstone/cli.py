@@ -1,4 +1,4 @@
-"""python3 -m touchstone {replay, from-npz, sage-fidelity} ...: results on stdout, one-line
+"""python3 -m touchstone {replay, from-npz, sage-fidelity, scan} ...: results on stdout, one-line
 errors on stderr; exit 0 pass, 1 check failed, 2 bad input, 3 internal error."""
 import argparse
 import json
@@ -23,7 +23,7 @@ def _kernel_list():
 def _parser():
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="cmd", metavar="{replay,from-npz,sage-fidelity}")
+    sub = p.add_subparsers(dest="cmd", metavar="{replay,from-npz,sage-fidelity,scan}")
     sub.required = True
 
     r = sub.add_parser(
@@ -184,6 +184,11 @@ def _missing(e, cmd=None):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["scan"]:  # its options are touchstone scan's: passed through (scan.py)
+        from . import scan
+
+        return scan.main(argv[1:])
     try:
         parser = _parser()  # sage-fidelity's help text comes from a module that needs h5py
     except ModuleNotFoundError as e:

@@ -259,13 +259,39 @@ TEST_CASE("HTML report: plot axes") {
     CHECK(std::isfinite(t.at));
     CHECK(lower(t.label).find("inf") == std::string::npos);
   }
-  // A zero or a negative cosine has no place on a log axis.
-  const svg::Axis lin = svg::Axis::fit({0.0, 3.0});
+  // A zero stays on a log axis, on a floor a decade under the smallest
+  // positive figure, and the axis says so; only a negative value makes it linear.
+  const svg::Axis zero = svg::Axis::fit({0.0, 0.021, 0.6});
+  CHECK(zero.log);
+  CHECK(zero.has_floor);
+  CHECK(zero.lo == Approx(-3));
+  CHECK(zero.on_floor(0.0));
+  CHECK_FALSE(zero.on_floor(0.021));
+  CHECK(zero.frac(0.0) == 0);
+  CHECK(zero.ticks().front().label == "\u2264 0.001");
+  CHECK(zero.note().find("0 and values <= 0.001 drawn at the floor") != std::string::npos);
+  const svg::Axis lin = svg::Axis::fit({-0.5, 3.0});
   CHECK_FALSE(lin.log);
-  CHECK(lin.lo == 0);
+  CHECK(lin.lo <= -0.5);
   CHECK(lin.hi >= 3);
   for (const auto& t : lin.ticks()) CHECK(std::isfinite(t.at));
-  CHECK(lin.ticks().front().label == "0");
+  CHECK(lin.ticks().size() >= 3);
+  // 1 - cos: 0.9996 and a 0.999 bound a factor 2.5 apart on the axis, not one pixel.
+  const svg::Axis cos = svg::Axis::fit({0.9996, 0.999, 0.8484, 0.9998}, svg::Scale::one_minus);
+  CHECK(cos.log);
+  CHECK(cos.one_minus);
+  CHECK((cos.frac(0.999) - cos.frac(0.9996)) * 700 > 50);  // pixels on a 700-pixel axis
+  CHECK(cos.frac(0.8484) > cos.frac(0.999));                // worse lies right, as for rel_l2
+  bool labelled = false;
+  for (const auto& t : cos.ticks()) labelled |= t.label == "0.999";
+  CHECK(labelled);
+  // ulp counts up to 1e19 with a 0 among them: a log axis, labels every few decades, finite.
+  const svg::Axis ulp = svg::Axis::fit({0.0, 3.0, 1e19});
+  CHECK(ulp.log);
+  CHECK(ulp.ticks().size() >= 3);
+  for (const auto& t : ulp.ticks()) CHECK(std::isfinite(t.at));
+  // Less than a decade: still at least three labelled ticks.
+  CHECK(svg::Axis::fit({1.1, 1.9}).ticks().size() >= 3);
   const svg::Axis none = svg::Axis::fit({kNaN});
   CHECK_FALSE(none.log);
   CHECK(none.hi > none.lo);
@@ -305,28 +331,88 @@ TEST_CASE("compare HTML: metrics, and rel_l2 by head, query block and frame with
   CHECK(h.find("<td class=\"num gapcell\">undefined</td>") != std::string::npos);  // cosine
   CHECK(h.find("conditioning tokens: rel_l2 0.05") != std::string::npos);
   const auto svgs = svg_blocks(h);
-  REQUIRE(svgs.size() == 3);
+  REQUIRE(svgs.size() == 4);  // rel_l2 per head, query block, frame; |gain - 1| per head
   for (const auto& s : svgs) {
     CHECK(bad_coordinates(s).empty());
-    CHECK(s.find("<polyline class=\"series\"") != std::string::npos);
+    // Groups are points of their own: never joined into a series.
+    CHECK(s.find("<polyline") == std::string::npos);
   }
-  // Heads: the NaN and the undefined head break the line and are marked.
+  // Heads: the NaN and the undefined head are marked on the axis, the rest points with values.
   CHECK(test::occurrences(svgs[0], "class=\"gapmark\"") == 2);
   CHECK(svgs[0].find("<title>2: NaN</title>") != std::string::npos);
   CHECK(svgs[0].find("<title>4: undefined</title>") != std::string::npos);
+  CHECK(test::occurrences(svgs[0], "<circle class=\"dot group") == 5);
+  CHECK(svgs[0].find(">0.3</text>") != std::string::npos);
   CHECK(h.find("marked x: 2") != std::string::npos);
   CHECK(h.find("marked x: 4") != std::string::npos);
-  // Head 3 sits between two gaps: a lone point keeps its marker.
-  CHECK(svgs[0].find("<title>3: 0.3</title>") != std::string::npos);
-  CHECK(test::occurrences(svgs[1], "class=\"gapmark\"") == 0);
+  // 300 query blocks: a point each, no value labels but the worst's.
+  CHECK(test::occurrences(svgs[1], "<circle class=\"dot group") == 300);
+  CHECK(test::occurrences(svgs[1], "class=\"value\"") == 1);
   CHECK(svgs[1].find("log10 axis") != std::string::npos);
-  // Zeros are figures: a linear axis shows them.
-  CHECK(svgs[2].find("linear axis") != std::string::npos);
+  // Zeros are figures: on the log axis' stated floor, open markers.
+  CHECK(svgs[2].find("drawn at the floor") != std::string::npos);
+  CHECK(test::occurrences(svgs[2], "dot group floor") == 2);
   CHECK(test::occurrences(svgs[2], "class=\"gapmark\"") == 0);
+  CHECK(h.find("No noise floor drawn") != std::string::npos);
+
+  // With a noise floor: a grey tick per group under each point.
+  MetricBreakdown f = b;
+  for (auto& m : f.per_head) m.rel_l2 = 0.01;
+  r.floor = f;
+  r.floor_name = "sage2_sm121";
+  const auto with_floor = svg_blocks(render_compare_html(r));
+  CHECK(test::occurrences(with_floor[0], "<line class=\"noisefloor\"") == 7 + 1);  // 7 heads + the legend
+  CHECK(with_floor[0].find("sage2_sm121 (noise floor)") != std::string::npos);
+  r.floor.reset();
 
   r.breakdown.reset();
   r.breakdown_note = "no breakdown: it needs [S, H, D] tensors, these are [4, 4]";
   const std::string flat = render_compare_html(r);
   CHECK(flat.find("<svg") == std::string::npos);
   CHECK(flat.find("no breakdown: it needs [S, H, D] tensors") != std::string::npos);
+}
+
+TEST_CASE("HTML report: the noise floor, the cosine as 1 - cos, and a summary that wraps") {
+  const GateRun run = synthetic_run();
+  const std::string h = render_html(run);
+  const auto svgs = svg_blocks(h);
+  // sage_like: the baseline's own rel_l2 vs exact (0.02 in the context) drawn grey.
+  CHECK(svgs[0].find("<line class=\"noisefloor\"") != std::string::npos);
+  CHECK(svgs[0].find("baseline vs exact 0.02") != std::string::npos);
+  // vs_exact: the floor from the resolved limit (2 x 0.02).
+  CHECK(svgs[2].find("baseline vs exact 0.02") != std::string::npos);
+  CHECK(svgs[1].find("1 - cosine") != std::string::npos);
+  // Rule columns are headed by their ids, breakable at underscores.
+  CHECK(h.find("<th title=\"sage_like: rel_l2 vs baseline &lt;= 0.02\">sage_<wbr>like<br>") != std::string::npos);
+}
+
+TEST_CASE("svg plots: heatmap, x-y curve and Pareto front") {
+  svg::Heatmap m;
+  m.title = "rel_l2 by head x query block";
+  m.row_label = "head";
+  m.col_label = "query block";
+  m.cells = {{0.01, 0.02, kNaN}, {0.0, std::nullopt, 0.5}};
+  m.highlight_above = 0.1;
+  const std::string s = svg::heatmap(m);
+  CHECK(bad_coordinates(s).empty());
+  CHECK(test::occurrences(s, "<rect class=\"cell") == 6);
+  CHECK(test::occurrences(s, "cell nonfinite") == 1);
+  CHECK(test::occurrences(s, "cell undefined") == 1);
+  CHECK(test::occurrences(s, " hot\"") == 1);
+  CHECK(s.find("head 1, query block 2: 0.5") != std::string::npos);
+  CHECK(svg_heatmap(m) == s);
+
+  svg::XYPlot p;
+  p.title = "scan";
+  p.x_label = "seq";
+  p.y_label = "rel_l2";
+  p.series = {{"rel_l2", "s0", {{1000, 1e-3, "", ""}, {100000, kNaN, "", ""}, {3000, 2e-3, "a", ""}}, true}};
+  p.x_spans = {{50000, 60000, "cliff"}};
+  p.x_bounds = {{0.05, "max"}};
+  const std::string xy = svg::xy_plot(p);
+  CHECK(bad_coordinates(xy).empty());
+  CHECK(test::occurrences(xy, "<polyline") == 1);
+  CHECK(test::occurrences(xy, "class=\"gapmark\"") == 1);
+  CHECK(test::occurrences(xy, "<rect class=\"span\"") == 1);
+  CHECK(xy.find(">a</text>") != std::string::npos);
 }

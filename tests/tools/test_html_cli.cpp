@@ -112,9 +112,22 @@ TEST_CASE("html CLI: touchstone compare --html plots rel_l2 per head, query bloc
   CHECK(h.find("rel_l2 per head") != std::string::npos);
   CHECK(h.find("rel_l2 per 128-token query block") != std::string::npos);
   CHECK(h.find("rel_l2 per latent frame") != std::string::npos);
-  CHECK(count(h, "<svg ") == 3);
+  CHECK(count(h, "<svg ") == 4);  // and |gain - 1| per head
   CHECK(count(h, "<svg ") == count(h, "</svg>"));
-  CHECK(h.find("<polyline class=\"series\"") != std::string::npos);
+  CHECK(count(h, "<circle class=\"dot group") > 0);  // groups as points
+  CHECK(h.find("<polyline") == std::string::npos);   // never joined
+
+  // --noise-floor: the baseline's own figure per group; a bad name exit 2 before any page.
+  const std::string page3 = dir + "/compare3.html";
+  r = run_cli("compare " + f + " sage2_sm121 exact --noise-floor sage2_sm121 --html " + page3);
+  CHECK(r.code == 0);
+  CHECK(count(read_file(page3), "class=\"noisefloor\"") > 0);
+  r = run_cli("compare " + f + " sage2_sm121 exact --noise-floor nope --html " + dir + "/compare4.html");
+  CHECK(r.code == 2);
+  CHECK(lines(r.err) == 1);
+  CHECK_FALSE(fs::exists(dir + "/compare4.html"));
+  r = run_cli("compare " + f + " sage2_sm121 exact --noise-floor sage2_sm121");
+  CHECK(r.code == 2);
 
   // --html beside --breakdown --json: the page and the JSON both.
   const std::string page2 = dir + "/compare2.html";
