@@ -201,6 +201,19 @@ nlohmann::json slice_of(const BlockConfig& c, const nlohmann::json& ranked, int6
       hi = std::max(hi, seg.end());
     }
   }
+  // A fixture needs a whole latent frame: a slice of conditioning tokens takes
+  // the last frame before them along.
+  bool video = false;
+  for (const auto& seg : c.segments) video |= seg.video && seg.start < hi && seg.end() > lo;
+  if (!video)
+    for (const auto& seg : c.segments)
+      if (seg.video && seg.end() <= lo) {
+        const int64_t per = std::max<int64_t>(1, c.grid_h * c.grid_w);
+        lo = c.token_order == "thw" && seg.length >= per ? seg.end() - per : seg.start;
+      }
+  if (!video && lo == s0)
+    for (const auto& seg : c.segments)
+      if (seg.video) hi = std::max(hi, seg.end()), lo = std::min(lo, seg.start);
   std::string hs;
   for (int64_t h : heads) hs += (hs.empty() ? "" : ",") + std::to_string(h);
   (void)H;
@@ -232,6 +245,17 @@ nlohmann::json run_triage(const std::string& fx_path, const TriageOptions& o) {
 
   // What the decomposition will run, known before anything runs.
   std::optional<Spec> emu = o.decompose ? spec_from_params(params_of(*cand_b)) : std::nullopt;
+  // A sliced output (fixture extract) was computed on a longer sequence: the
+  // slice's own emulation is another problem, so it explains nothing.
+  std::string no_decompose_why = o.decompose ? "" : "--no-decompose";
+  if (emu && cand_b->is_stored()) {
+    const nlohmann::json bp = cand_b->params();
+    if (bp.contains("dataset") && read_attrs(fx_path, bp["dataset"].get<std::string>()).contains("extracted_from")) {
+      emu.reset();
+      no_decompose_why = o.candidate + " was sliced by fixture extract from an output of the full sequence; "
+                         "decompose it on the fixture it came from";
+    }
+  }
   std::vector<std::pair<std::string, int>> runs = {{ex.spec, 1}, {base_spec, 1}, {o.candidate, 1}};
   if (ag_b) runs.push_back({o.against, 1});
   if (emu && emu->kind == "sage2") runs.push_back({"sage2", 7});
@@ -419,9 +443,9 @@ nlohmann::json run_triage(const std::string& fx_path, const TriageOptions& o) {
     }
     j["decomposition"] = d;
   } else {
-    j["decomposition"] = {{"skipped", o.decompose ? "touchstone emulates sol and sage2 candidates (computed, or stored "
+    j["decomposition"] = {{"skipped", no_decompose_why.empty() ? "touchstone emulates sol and sage2 candidates (computed, or stored "
                                                     "with their params); " + o.candidate + " is neither"
-                                                  : "--no-decompose"}};
+                                                  : no_decompose_why}};
   }
 
   if (has_dataset(fx_path, "/block/x") || !list_group(fx_path, "/block").empty())
