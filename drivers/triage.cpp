@@ -259,6 +259,8 @@ nlohmann::json run_triage(const std::string& fx_path, const TriageOptions& o) {
   std::vector<std::pair<std::string, int>> runs = {{ex.spec, 1}, {base_spec, 1}, {o.candidate, 1}};
   if (ag_b) runs.push_back({o.against, 1});
   if (emu && emu->kind == "sage2") runs.push_back({"sage2", 7});
+  // sol's dense run and the float64 score pass of the missed mass cost about two dense runs.
+  if (emu && emu->kind == "sol") runs.push_back({"exact", 2});
   refuse_slow_cpu(runs, fx.config, SlowGuard::from_env(o.allow_slow), "triage");
 
   const std::string fx_arg = o.fixture_arg.empty() ? fx_path : o.fixture_arg;
