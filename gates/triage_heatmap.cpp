@@ -90,7 +90,12 @@ std::string heatmap_svg(const std::string& title, const std::string& row_axis, c
           << "\" font-size=\"9\" text-anchor=\"middle\">" << markup_escape(label) << "</text>\n";
     }
   }
-  o << "<text x=\"" << left << "\" y=\"" << top + int(R) * ch + 16 << "\" font-size=\"11\">" << markup_escape(col_axis)
+  // Column indices under the cells (every k-th where they would overlap); full labels are in each cell's title.
+  const size_t every = cw >= 14 ? 1 : size_t(14 / cw + 1);
+  for (size_t k = 0; k < C; k += every)
+    o << "<text x=\"" << left + int(k) * cw + cw / 2 << "\" y=\"" << top + int(R) * ch + 11
+      << "\" font-size=\"9\" text-anchor=\"middle\">" << k << "</text>\n";
+  o << "<text x=\"" << left << "\" y=\"" << top + int(R) * ch + 26 << "\" font-size=\"11\">" << markup_escape(col_axis)
     << " (" << C << " columns, left to right; rows: " << markup_escape(row_axis) << ")</text>\n";
   o << "</svg><figcaption>";
   if (scale == HeatScale::log)
