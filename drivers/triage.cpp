@@ -174,7 +174,7 @@ nlohmann::json block_section(const std::string& fx, const Fixture& f, const std:
 
 // The slice a bug report needs: the heads of the worst cells and the whole
 // latent frames (or the conditioning segment) that hold the worst query block.
-nlohmann::json slice_of(const BlockConfig& c, const nlohmann::json& ranked, int64_t H) {
+nlohmann::json slice_of(const BlockConfig& c, const nlohmann::json& ranked) {
   std::vector<int64_t> heads;
   int64_t qb = 0;
   if (ranked.contains("head_x_qblock")) {
@@ -218,7 +218,6 @@ nlohmann::json slice_of(const BlockConfig& c, const nlohmann::json& ranked, int6
       if (seg.video) hi = std::max(hi, seg.end()), lo = std::min(lo, seg.start);
   std::string hs;
   for (int64_t h : heads) hs += (hs.empty() ? "" : ",") + std::to_string(h);
-  (void)H;
   return {{"heads", hs}, {"tokens", std::to_string(lo) + ":" + std::to_string(hi)}};
 }
 
@@ -301,13 +300,13 @@ nlohmann::json run_triage(const std::string& fx_path, const TriageOptions& o) {
   refuse_slow_cpu(runs, fx.config, SlowGuard::from_env(o.allow_slow), "triage");
 
   const std::string fx_arg = o.fixture_arg.empty() ? fx_path : o.fixture_arg;
-  Progress progress("triage", 4 + (ag_b ? 1 : 0) + (emu ? 4 : 0));
+  Progress progress("triage", 4 + (ag_b ? 1 : 0) + (emu ? (emu->kind == "sage2" ? 7 : 3) : 0));
   const Tensor exact = run_or_throw(*exact_b, problem, ex.spec);
   progress.advance();
   const Tensor base = run_or_throw(*base_b, problem, base_spec);
   progress.advance();
   AttentionResult cand_res;
-  // A computed sol candidate is the emulation itself; run once with its routing dumped.
+  // A computed sol candidate is the emulation itself (no separate emulation run).
   const bool sol_computed = emu && emu->kind == "sol" && (o.candidate == "sol" || o.candidate.rfind("sol:", 0) == 0);
   const Tensor cand = run_or_throw(*cand_b, problem, o.candidate, &cand_res);
   progress.advance();
@@ -495,7 +494,7 @@ nlohmann::json run_triage(const std::string& fx_path, const TriageOptions& o) {
     j["block"] = {{"skipped", fx_arg + " has no block"}};
 
   // The repro: this triage in one line, and a slice small enough to attach.
-  const nlohmann::json sl = slice_of(cfg, j["ranked_cells"], cfg.heads);
+  const nlohmann::json sl = slice_of(cfg, j["ranked_cells"]);
   auto q = shell_quote;
   std::string line = "touchstone triage " + q(fx_arg) + " --candidate " + q(o.candidate) + " --baseline " + q(base_spec) +
                      " --exact " + q(o.exact);
