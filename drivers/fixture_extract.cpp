@@ -12,7 +12,7 @@
 namespace ts {
 namespace {
 
-int64_t parse_int(const std::string& s, const std::string& what) {
+int64_t fx_parse_int(const std::string& s, const std::string& what) {
   size_t pos = 0;
   long long v = 0;
   try {
@@ -25,7 +25,7 @@ int64_t parse_int(const std::string& s, const std::string& what) {
 }
 
 // Rows [b, e) and heads `hs` of an [S, H, D] tensor.
-Tensor slice(const Tensor& t, const std::vector<int64_t>& hs, int64_t b, int64_t e) {
+Tensor fx_slice(const Tensor& t, const std::vector<int64_t>& hs, int64_t b, int64_t e) {
   const int64_t H = t.dim(1), D = t.dim(2), Hn = int64_t(hs.size());
   Tensor o({e - b, Hn, D}, t.dtype);
   for (int64_t s = b; s < e; ++s)
@@ -41,7 +41,7 @@ std::vector<int64_t> parse_head_list(const std::string& text) {
   size_t p = 0;
   while (p <= text.size()) {
     const size_t c = text.find(',', p);
-    out.push_back(parse_int(text.substr(p, c == std::string::npos ? std::string::npos : c - p), "--heads"));
+    out.push_back(fx_parse_int(text.substr(p, c == std::string::npos ? std::string::npos : c - p), "--heads"));
     if (c == std::string::npos) break;
     p = c + 1;
   }
@@ -51,7 +51,7 @@ std::vector<int64_t> parse_head_list(const std::string& text) {
 std::pair<int64_t, int64_t> parse_token_range(const std::string& text) {
   const size_t c = text.find(':');
   if (c == std::string::npos) throw InputError("--tokens: '" + text + "' is not A:B (first token, one past the last)");
-  const int64_t a = parse_int(text.substr(0, c), "--tokens"), b = parse_int(text.substr(c + 1), "--tokens");
+  const int64_t a = fx_parse_int(text.substr(0, c), "--tokens"), b = fx_parse_int(text.substr(c + 1), "--tokens");
   if (b <= a) throw InputError("--tokens " + text + ": the range is empty (B must exceed A)");
   return {a, b};
 }
@@ -106,7 +106,7 @@ std::string extract_fixture(const std::string& in, const std::string& out, const
   nc.grid_t = video / per;
 
   // The full sequence for the kept heads: what --with and exact run on.
-  Tensor q = slice(fx.q, hs, 0, S), k = slice(fx.k, hs, 0, S), v = slice(fx.v, hs, 0, S);
+  Tensor q = fx_slice(fx.q, hs, 0, S), k = fx_slice(fx.k, hs, 0, S), v = fx_slice(fx.v, hs, 0, S);
   BlockConfig hc = c;
   hc.heads = nc.heads;
   hc.hidden = nc.hidden;
@@ -123,10 +123,10 @@ std::string extract_fixture(const std::string& in, const std::string& out, const
   const nlohmann::json from = {{"fixture", in}, {"heads", hs}, {"tokens", {b, e}},
                                {"note", "outputs computed on the full sequence of the kept heads, then sliced"}};
   std::vector<DatasetWrite> ds;
-  ds.push_back({"/attention/q", slice(fx.q, hs, b, e), {}});
-  ds.push_back({"/attention/k", slice(fx.k, hs, b, e), {}});
-  ds.push_back({"/attention/v", slice(fx.v, hs, b, e), {}});
-  if (fx.observed) ds.push_back({"/attention/observed", slice(*fx.observed, hs, b, e), {}});
+  ds.push_back({"/attention/q", fx_slice(fx.q, hs, b, e), {}});
+  ds.push_back({"/attention/k", fx_slice(fx.k, hs, b, e), {}});
+  ds.push_back({"/attention/v", fx_slice(fx.v, hs, b, e), {}});
+  if (fx.observed) ds.push_back({"/attention/observed", fx_slice(*fx.observed, hs, b, e), {}});
   std::set<std::string> names;
   for (size_t i = 0; i < runs.size(); ++i) {
     AttentionBackend& be = *runs[i].second;
@@ -136,7 +136,7 @@ std::string extract_fixture(const std::string& in, const std::string& out, const
                                         std::nullopt, {{"extracted_from", from.dump()}});
     std::vector<int64_t> kept(size_t(nc.heads));  // t holds only the kept heads, in order
     for (int64_t h = 0; h < nc.heads; ++h) kept[size_t(h)] = h;
-    ds.push_back({"/outputs/" + name + "/attention", slice(t, kept, b, e), attrs});
+    ds.push_back({"/outputs/" + name + "/attention", fx_slice(t, kept, b, e), attrs});
     names.insert(name);
   }
   for (const auto& name : list_group(in, "/outputs")) {
@@ -144,7 +144,7 @@ std::string extract_fixture(const std::string& in, const std::string& out, const
     if (names.count(name) || !has_dataset(in, p)) continue;
     nlohmann::json attrs = read_attrs(in, p);
     attrs["extracted_from"] = from.dump();
-    ds.push_back({p, slice(read_tensor(in, p), hs, b, e), attrs});
+    ds.push_back({p, fx_slice(read_tensor(in, p), hs, b, e), attrs});
     names.insert(name);
   }
   FixtureMeta meta = fx.meta;

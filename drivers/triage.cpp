@@ -25,15 +25,15 @@
 namespace ts {
 namespace {
 
-std::string g9(double v) {
+std::string tr_g9(double v) {
   char b[40];
   std::snprintf(b, sizeof b, "%.9g", v);
   return b;
 }
-std::string onoff(const nlohmann::json& v) { return v.is_boolean() ? (v.get<bool>() ? "on" : "off") : v.dump(); }
+std::string tr_onoff(const nlohmann::json& v) { return v.is_boolean() ? (v.get<bool>() ? "on" : "off") : v.dump(); }
 
 // key=value pairs of a spec, in order, for variants with one knob changed.
-struct Spec {
+struct TrSpec {
   std::string kind;
   std::vector<std::pair<std::string, std::string>> kv;
   std::string text() const {
@@ -41,8 +41,8 @@ struct Spec {
     for (size_t i = 0; i < kv.size(); ++i) s += (i ? "," : ":") + kv[i].first + "=" + kv[i].second;
     return s;
   }
-  Spec with(const std::string& k, const std::string& v) const {
-    Spec o = *this;
+  TrSpec with(const std::string& k, const std::string& v) const {
+    TrSpec o = *this;
     for (auto& p : o.kv)
       if (p.first == k) {
         p.second = v;
@@ -58,11 +58,11 @@ struct Spec {
   }
 };
 
-std::optional<Spec> spec_from_params(const nlohmann::json& p) {
+std::optional<TrSpec> tr_spec_from_params(const nlohmann::json& p) {
   if (!p.is_object() || !p.contains("backend") || !p["backend"].is_string()) return std::nullopt;
   const std::string b = p["backend"];
-  auto str = [&](const char* k) { return p.contains(k) ? (p[k].is_string() ? p[k].get<std::string>() : p[k].is_number_integer() ? std::to_string(p[k].get<long long>()) : p[k].is_number() ? g9(p[k].get<double>()) : onoff(p[k])) : std::string(); };
-  Spec s;
+  auto str = [&](const char* k) { return p.contains(k) ? (p[k].is_string() ? p[k].get<std::string>() : p[k].is_number_integer() ? std::to_string(p[k].get<long long>()) : p[k].is_number() ? tr_g9(p[k].get<double>()) : tr_onoff(p[k])) : std::string(); };
+  TrSpec s;
   std::vector<const char*> keys;
   if (b == "sol" || b == "sol_cuda") {
     s.kind = "sol";
@@ -79,7 +79,7 @@ std::optional<Spec> spec_from_params(const nlohmann::json& p) {
   return s;
 }
 
-nlohmann::json params_of(AttentionBackend& b) {
+nlohmann::json tr_params_of(AttentionBackend& b) {
   nlohmann::json p = b.params();
   if (p.contains("stored_params")) {
     const auto& sp = p["stored_params"];
@@ -95,7 +95,7 @@ nlohmann::json params_of(AttentionBackend& b) {
   return p;
 }
 
-Tensor run_or_throw(AttentionBackend& b, const AttentionProblem& p, const std::string& spec, AttentionResult* full = nullptr) {
+Tensor tr_run(AttentionBackend& b, const AttentionProblem& p, const std::string& spec, AttentionResult* full = nullptr) {
   try {
     AttentionResult r = b.run(p);
     if (full) *full = r;
@@ -107,7 +107,7 @@ Tensor run_or_throw(AttentionBackend& b, const AttentionProblem& p, const std::s
   }
 }
 
-nlohmann::json where_json(const MetricBreakdown& b) {
+nlohmann::json tr_where_json(const MetricBreakdown& b) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [k, g] : worst_group_map(b)) j[k] = g.to_json();
   return j;
@@ -115,7 +115,7 @@ nlohmann::json where_json(const MetricBreakdown& b) {
 
 // The block's stage chain: the candidate's stage set against the baseline's,
 // with exact's when stored, and the maps of the first stage out of bounds.
-nlohmann::json block_section(const std::string& fx, const Fixture& f, const std::string& cand,
+nlohmann::json tr_block_section(const std::string& fx, const Fixture& f, const std::string& cand,
                              const std::string& base, const std::string& exact, size_t top) {
   auto stored_name = [](const std::string& s) { return s.rfind("stored:", 0) == 0 ? s.substr(7) : std::string(); };
   auto has_stages = [&](const std::string& n) { return !n.empty() && !list_group(fx, "/outputs/" + n + "/stages").empty(); };
@@ -174,7 +174,7 @@ nlohmann::json block_section(const std::string& fx, const Fixture& f, const std:
 
 // The slice a bug report needs: the heads of the worst cells and the whole
 // latent frames (or the conditioning segment) that hold the worst query block.
-nlohmann::json slice_of(const BlockConfig& c, const nlohmann::json& ranked) {
+nlohmann::json tr_slice_of(const BlockConfig& c, const nlohmann::json& ranked) {
   std::vector<int64_t> heads;
   int64_t qb = 0;
   if (ranked.contains("head_x_qblock")) {
@@ -224,7 +224,7 @@ nlohmann::json slice_of(const BlockConfig& c, const nlohmann::json& ranked) {
 // A stored output of the host emulation whose params equal those `spec`
 // would write: reading it is the same bits as running it (the emulations are
 // deterministic), at the cost of a read. "" when there is none.
-std::string stored_twin(const std::string& fx, const std::string& spec, const std::string& not_this) {
+std::string tr_stored_twin(const std::string& fx, const std::string& spec, const std::string& not_this) {
   const nlohmann::json want = make_attention_backend(spec, BackendContext{fx})->params();
   for (const auto& name : list_group(fx, "/outputs")) {
     const std::string ds = "/outputs/" + name + "/attention";
@@ -241,7 +241,7 @@ std::string stored_twin(const std::string& fx, const std::string& spec, const st
 
 // sol's routing for `spec` without running its attention (O(S·H·D)): the
 // route mask [H, QB, VB] and video blocks [VB, 2], as dump=on stores them.
-std::pair<Tensor, Tensor> sol_routing(const AttentionProblem& p, const std::string& spec) {
+std::pair<Tensor, Tensor> tr_sol_routing(const AttentionProblem& p, const std::string& spec) {
   BackendParams bp = BackendParams::parse(spec);
   std::string name;
   const SolConfig cfg = sol_config_from(bp, &name);
@@ -259,7 +259,7 @@ std::pair<Tensor, Tensor> sol_routing(const AttentionProblem& p, const std::stri
 }  // namespace
 
 std::string emulation_spec_of(const nlohmann::json& params) {
-  const auto s = spec_from_params(params);
+  const auto s = tr_spec_from_params(params);
   return s ? s->text() : "";
 }
 
@@ -280,7 +280,7 @@ nlohmann::json run_triage(const std::string& fx_path, const TriageOptions& o) {
   if (!o.against.empty()) ag_b = make_attention_backend(o.against, ctx);
 
   // What the decomposition will run, known before anything runs.
-  std::optional<Spec> emu = o.decompose ? spec_from_params(params_of(*cand_b)) : std::nullopt;
+  std::optional<TrSpec> emu = o.decompose ? tr_spec_from_params(tr_params_of(*cand_b)) : std::nullopt;
   // A sliced output (fixture extract) was computed on a longer sequence: the
   // slice's own emulation is another problem, so it explains nothing.
   std::string no_decompose_why = o.decompose ? "" : "--no-decompose";
@@ -301,14 +301,14 @@ nlohmann::json run_triage(const std::string& fx_path, const TriageOptions& o) {
 
   const std::string fx_arg = o.fixture_arg.empty() ? fx_path : o.fixture_arg;
   Progress progress("triage", 4 + (ag_b ? 1 : 0) + (emu ? (emu->kind == "sage2" ? 7 : 3) : 0));
-  const Tensor exact = run_or_throw(*exact_b, problem, ex.spec);
+  const Tensor exact = tr_run(*exact_b, problem, ex.spec);
   progress.advance();
-  const Tensor base = run_or_throw(*base_b, problem, base_spec);
+  const Tensor base = tr_run(*base_b, problem, base_spec);
   progress.advance();
   AttentionResult cand_res;
   // A computed sol candidate is the emulation itself (no separate emulation run).
   const bool sol_computed = emu && emu->kind == "sol" && (o.candidate == "sol" || o.candidate.rfind("sol:", 0) == 0);
-  const Tensor cand = run_or_throw(*cand_b, problem, o.candidate, &cand_res);
+  const Tensor cand = tr_run(*cand_b, problem, o.candidate, &cand_res);
   progress.advance();
   if (cand.shape != exact.shape)
     throw InputError("candidate '" + o.candidate + "' gives " + cand.shape_string() + ", exact " + exact.shape_string());
@@ -318,7 +318,7 @@ nlohmann::json run_triage(const std::string& fx_path, const TriageOptions& o) {
   j["schema"] = "touchstone.triage/1";
   j["fixture"] = fx_arg;
   j["shape"] = exact.shape_string();
-  j["candidate"] = {{"spec", o.candidate}, {"backend", cand_b->name()}, {"params", params_of(*cand_b)}};
+  j["candidate"] = {{"spec", o.candidate}, {"backend", cand_b->name()}, {"params", tr_params_of(*cand_b)}};
   if (!cand_res.stats.empty()) j["candidate"]["stats"] = cand_res.stats;
   j["baseline"] = {{"spec", base_spec}, {"backend", base_b->name()}};
   j["exact"] = {{"spec", ex.spec}, {"why", ex.why}};
@@ -326,7 +326,7 @@ nlohmann::json run_triage(const std::string& fx_path, const TriageOptions& o) {
   j["metrics"] = {{"candidate_vs_exact", ce.overall.to_json()},
                   {"baseline_vs_exact", be.overall.to_json()},
                   {"candidate_vs_baseline", compute_metrics(cand, base).to_json()}};
-  j["worst_groups_vs_exact"] = {{"candidate", where_json(ce)}, {"baseline", where_json(be)}};
+  j["worst_groups_vs_exact"] = {{"candidate", tr_where_json(ce)}, {"baseline", tr_where_json(be)}};
   j["worst_elements"] = worst_elements(cand, exact, &base, cfg, o.top);
   j["nonfinite"] = nonfinite_runs(cand, cfg);
   const auto maps = error_maps(cand, exact, cfg), floor = error_maps(base, exact, cfg);
@@ -338,7 +338,7 @@ nlohmann::json run_triage(const std::string& fx_path, const TriageOptions& o) {
   progress.advance();
 
   if (ag_b) {
-    const Tensor ag = run_or_throw(*ag_b, problem, o.against);
+    const Tensor ag = tr_run(*ag_b, problem, o.against);
     if (ag.shape != exact.shape) throw InputError("--against '" + o.against + "' gives " + ag.shape_string());
     const auto amaps = error_maps(ag, exact, cfg), dmaps = error_maps(cand, ag, cfg);
     nlohmann::json a;
@@ -383,14 +383,14 @@ nlohmann::json run_triage(const std::string& fx_path, const TriageOptions& o) {
   if (emu && emu->kind == "sol") {
     nlohmann::json d;
     d["emulation"] = emu->text();
-    const Spec full = *emu;
+    const TrSpec full = *emu;
     nlohmann::json reused = nlohmann::json::array();
-    auto run_spec = [&](const Spec& s, const std::string& not_this = "") {
-      const std::string twin = stored_twin(fx_path, s.text(), not_this);
+    auto run_spec = [&](const TrSpec& s, const std::string& not_this = "") {
+      const std::string twin = tr_stored_twin(fx_path, s.text(), not_this);
       if (!twin.empty()) reused.push_back({{"variant", s.text()}, {"stored", twin}});
       const std::string spec = twin.empty() ? s.text() : "stored:" + twin;
       auto b = make_attention_backend(spec, ctx);
-      const Tensor t = run_or_throw(*b, problem, spec);
+      const Tensor t = tr_run(*b, problem, spec);
       progress.advance();
       return t;
     };
@@ -398,7 +398,7 @@ nlohmann::json run_triage(const std::string& fx_path, const TriageOptions& o) {
     const bool comp = full.get("compensation") != "off";
     // A stored output of the host emulation itself is its own emulation.
     const std::string cand_name = cand_b->is_stored() ? o.candidate.substr(7) : "";
-    const bool is_emulation = sol_computed || params_of(*cand_b).value("backend", std::string()) == "sol";
+    const bool is_emulation = sol_computed || tr_params_of(*cand_b).value("backend", std::string()) == "sol";
     const Tensor routed = is_emulation ? cand : run_spec(full, cand_name);
     Tensor nocomp;
     if (comp) nocomp = run_spec(full.with("compensation", "off"));
@@ -419,7 +419,7 @@ nlohmann::json run_triage(const std::string& fx_path, const TriageOptions& o) {
     d["chain"] = decompose_chain(exact, ch);
     const int64_t bq = std::stoll(full.get("block_q").empty() ? "128" : full.get("block_q"));
     {
-      const auto [route_mask, video_blocks] = sol_routing(problem, full.text());
+      const auto [route_mask, video_blocks] = tr_sol_routing(problem, full.text());
       const std::vector<double> miss = sol_missed_mass(problem, route_mask, video_blocks, bq);
       const std::vector<double> route_err = cell_norm_ratio(comp ? nocomp : routed, dense, exact, bq);
       const std::vector<double> total_err = cell_norm_ratio(cand, exact, exact, bq);
@@ -451,22 +451,22 @@ nlohmann::json run_triage(const std::string& fx_path, const TriageOptions& o) {
     nlohmann::json d;
     d["emulation"] = emu->text();
     // scale_max pinned: it follows accum unless given (docs/emulation.md).
-    const Spec full = emu->with("scale_max", emu->get("scale_max"));
+    const TrSpec full = emu->with("scale_max", emu->get("scale_max"));
     nlohmann::json reused = nlohmann::json::array();
     const std::string cand_name = cand_b->is_stored() ? o.candidate.substr(7) : "";
-    auto run_spec = [&](const Spec& s) {
-      const std::string twin = stored_twin(fx_path, s.text(), cand_name);
+    auto run_spec = [&](const TrSpec& s) {
+      const std::string twin = tr_stored_twin(fx_path, s.text(), cand_name);
       if (!twin.empty()) reused.push_back({{"variant", s.text()}, {"stored", twin}});
       const std::string spec = twin.empty() ? s.text() : "stored:" + twin;
       auto b = make_attention_backend(spec, ctx);
-      const Tensor t = run_or_throw(*b, problem, spec);
+      const Tensor t = tr_run(*b, problem, spec);
       progress.advance();
       return t;
     };
-    const bool is_emulation = !cand_b->is_stored() || params_of(*cand_b).value("backend", std::string()) == "sage2";
+    const bool is_emulation = !cand_b->is_stored() || tr_params_of(*cand_b).value("backend", std::string()) == "sage2";
     const Tensor fullo = is_emulation ? cand : run_spec(full);
     d["reused_stored_outputs"] = reused;
-    const std::vector<std::pair<std::string, Spec>> sw = {
+    const std::vector<std::pair<std::string, TrSpec>> sw = {
         {"Q/K INT8", full.with("quant_qk", "off")},
         {"P FP8", full.with("round_p", "off")},
         {"V FP8", full.with("quant_v", "off")},
@@ -489,12 +489,12 @@ nlohmann::json run_triage(const std::string& fx_path, const TriageOptions& o) {
   }
 
   if (has_dataset(fx_path, "/block/x") || !list_group(fx_path, "/block").empty())
-    j["block"] = block_section(fx_path, fx, o.candidate, base_spec, ex.spec, o.top);
+    j["block"] = tr_block_section(fx_path, fx, o.candidate, base_spec, ex.spec, o.top);
   else
     j["block"] = {{"skipped", fx_arg + " has no block"}};
 
   // The repro: this triage in one line, and a slice small enough to attach.
-  const nlohmann::json sl = slice_of(cfg, j["ranked_cells"]);
+  const nlohmann::json sl = tr_slice_of(cfg, j["ranked_cells"]);
   auto q = shell_quote;
   std::string line = "touchstone triage " + q(fx_arg) + " --candidate " + q(o.candidate) + " --baseline " + q(base_spec) +
                      " --exact " + q(o.exact);

@@ -10,14 +10,14 @@
 namespace ts {
 namespace {
 
-std::string g4(double v) {
+std::string hm_g4(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%.4g", v);
   return b;
 }
 
 // White -> dark red for t in [0, 1].
-std::string ramp(double t) {
+std::string hm_ramp(double t) {
   t = std::clamp(t, 0.0, 1.0);
   const int r = int(255 - 75 * t), g = int(255 - 235 * t), b = int(255 - 225 * t);
   char s[16];
@@ -25,7 +25,7 @@ std::string ramp(double t) {
   return s;
 }
 // Blue below 1, red above, white at 1.
-std::string diverging(double t) {
+std::string hm_diverging(double t) {
   t = std::clamp(t, -1.0, 1.0);
   const double a = std::fabs(t);
   int r, g, b;
@@ -73,9 +73,9 @@ std::string heatmap_svg(const std::string& title, const std::string& row_axis, c
       std::string fill = "#dddddd", label;
       if (v.is_number()) {
         const double x = v.get<double>();
-        label = g4(x);
-        if (scale == HeatScale::log) fill = ramp(x > 0 && lhi > llo ? (std::log10(x) - llo) / (lhi - llo) : x > 0 ? 1.0 : 0.0);
-        else fill = diverging(dev > 0 ? (x - 1) / dev : 0.0);
+        label = hm_g4(x);
+        if (scale == HeatScale::log) fill = hm_ramp(x > 0 && lhi > llo ? (std::log10(x) - llo) / (lhi - llo) : x > 0 ? 1.0 : 0.0);
+        else fill = hm_diverging(dev > 0 ? (x - 1) / dev : 0.0);
       } else if (v.is_string()) {
         fill = "#000000";
         label = v.get<std::string>();
@@ -99,9 +99,9 @@ std::string heatmap_svg(const std::string& title, const std::string& row_axis, c
     << " (" << C << " columns, left to right; rows: " << markup_escape(row_axis) << ")</text>\n";
   o << "</svg><figcaption>";
   if (scale == HeatScale::log)
-    o << "colour: log10 from " << g4(lo) << " (white) to " << g4(hi) << " (dark red); 0 is drawn at the floor";
+    o << "colour: log10 from " << hm_g4(lo) << " (white) to " << hm_g4(hi) << " (dark red); 0 is drawn at the floor";
   else
-    o << "colour: gain, white at 1, red above, blue below, full colour at |gain - 1| = " << g4(dev);
+    o << "colour: gain, white at 1, red above, blue below, full colour at |gain - 1| = " << hm_g4(dev);
   if (bad) o << "; " << bad << " cell(s) NaN or infinite (black)";
   o << "; grey: undefined.</figcaption></figure>\n";
   return o.str();

@@ -10,27 +10,27 @@
 namespace ts {
 namespace {
 
-nlohmann::json num(double v) {
+nlohmann::json tm_num(double v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
   return v;
 }
-nlohmann::json opt(const std::optional<double>& v) { return v ? num(*v) : nlohmann::json(); }
+nlohmann::json tm_opt(const std::optional<double>& v) { return v ? tm_num(*v) : nlohmann::json(); }
 
-void check3(const Tensor& a, const Tensor& b, const char* what) {
+void tm_check3(const Tensor& a, const Tensor& b, const char* what) {
   if (a.rank() != 3 || a.shape != b.shape)
     throw InputError(std::string("triage: ") + what + " needs two [S, H, D] tensors of one shape, got " +
                      a.shape_string() + " and " + b.shape_string());
 }
 
-nlohmann::json place_json(const BlockConfig& c, int64_t s) {
+nlohmann::json tm_place_json(const BlockConfig& c, int64_t s) {
   const TokenPlace p = token_place(c, s);
   nlohmann::json j{{"segment", p.segment}};
   if (p.video) j.update({{"t", p.t}, {"h", p.h}, {"w", p.w}});
   return j;
 }
 
-struct Cell {
+struct TmCell {
   double d2 = 0, b2 = 0, ab = 0;
   int64_t n = 0;
   void add(double x, double y) {
@@ -42,10 +42,10 @@ struct Cell {
   }
 };
 
-ErrorMap finish(std::string name, std::string ra, std::string ca, std::vector<std::string> rows,
-                std::vector<std::string> cols, const std::vector<Cell>& cells) {
+ErrorMap tm_finish(std::string name, std::string ra, std::string ca, std::vector<std::string> rows,
+                std::vector<std::string> cols, const std::vector<TmCell>& cells) {
   ErrorMap m{std::move(name), std::move(ra), std::move(ca), std::move(rows), std::move(cols), {}, {}, {}};
-  for (const Cell& c : cells) {
+  for (const TmCell& c : cells) {
     m.count.push_back(c.n);
     // A NaN sum (non-finite candidate) fails b2 > 0 only when b is bad; a
     // NaN d2 propagates so that the cell ranks worst.
@@ -55,7 +55,15 @@ ErrorMap finish(std::string name, std::string ra, std::string ca, std::vector<st
   return m;
 }
 
-double rank_key(const std::optional<double>& v) {
+// snprintf, not a chain of string +: GCC 12 warns falsely (-Wstringop-overflow) on long chains.
+template <typename... A>
+std::string tm_label(const char* f, A... a) {
+  char b[96];
+  std::snprintf(b, sizeof b, f, static_cast<long long>(a)...);
+  return b;
+}
+
+double tm_rank_key(const std::optional<double>& v) {
   if (!v) return -1;
   return std::isnan(*v) ? HUGE_VAL : *v;
 }
@@ -97,7 +105,7 @@ TokenPlace token_place(const BlockConfig& c, int64_t s) {
 
 nlohmann::json worst_elements(const Tensor& cand, const Tensor& exact, const Tensor* baseline,
                               const BlockConfig& config, size_t n) {
-  check3(cand, exact, "worst elements");
+  tm_check3(cand, exact, "worst elements");
   const int64_t H = cand.dim(1), D = cand.dim(2), N = cand.numel();
   // Min-heap of the n largest |error| (ties: the lower index stays).
   using E = std::pair<double, int64_t>;
@@ -122,9 +130,9 @@ nlohmann::json worst_elements(const Tensor& cand, const Tensor& exact, const Ten
   for (const auto& [e, i] : v) {
     const int64_t s = i / (H * D), h = (i / D) % H, d = i % D;
     nlohmann::json j{{"token", s}, {"head", h}, {"channel", d}, {"abs_error", e},
-                     {"candidate", num(cand.data[i])}, {"exact", num(exact.data[i])}};
-    if (baseline) j["baseline"] = num(baseline->data[i]);
-    j.update(place_json(config, s));
+                     {"candidate", tm_num(cand.data[i])}, {"exact", tm_num(exact.data[i])}};
+    if (baseline) j["baseline"] = tm_num(baseline->data[i]);
+    j.update(tm_place_json(config, s));
     out.push_back(j);
   }
   return out;
@@ -140,7 +148,7 @@ nlohmann::json nonfinite_runs(const Tensor& cand, const BlockConfig& config, siz
     std::vector<int64_t> chans;
     auto close = [&](int64_t last) {
       nlohmann::json r{{"head", h}, {"tokens", {start, last}}, {"elements", elems}, {"channels", chans}};
-      r["first"] = place_json(config, start);
+      r["first"] = tm_place_json(config, start);
       runs.push_back(r);
       start = -1;
       elems = 0;
@@ -154,8 +162,8 @@ nlohmann::json nonfinite_runs(const Tensor& cand, const BlockConfig& config, siz
         ++here;
         if (chans.size() < 8 && std::find(chans.begin(), chans.end(), d) == chans.end()) chans.push_back(d);
         if (first.size() < list) {
-          nlohmann::json j{{"token", s}, {"head", h}, {"channel", d}, {"candidate", num(x)}};
-          j.update(place_json(config, s));
+          nlohmann::json j{{"token", s}, {"head", h}, {"channel", d}, {"candidate", tm_num(x)}};
+          j.update(tm_place_json(config, s));
           first.push_back(j);
         }
       }
@@ -177,8 +185,8 @@ nlohmann::json ErrorMap::to_json() const {
   for (size_t i = 0; i < rows.size(); ++i) {
     nlohmann::json rr = nlohmann::json::array(), gg = nlohmann::json::array();
     for (size_t k = 0; k < cols.size(); ++k) {
-      rr.push_back(opt(rel_l2[i * cols.size() + k]));
-      gg.push_back(opt(gain[i * cols.size() + k]));
+      rr.push_back(tm_opt(rel_l2[i * cols.size() + k]));
+      gg.push_back(tm_opt(gain[i * cols.size() + k]));
     }
     r.push_back(rr);
     g.push_back(gg);
@@ -188,12 +196,12 @@ nlohmann::json ErrorMap::to_json() const {
 }
 
 std::vector<ErrorMap> error_maps(const Tensor& cand, const Tensor& ref, const BlockConfig& c, int64_t qb) {
-  check3(cand, ref, "maps");
+  tm_check3(cand, ref, "maps");
   const int64_t S = cand.dim(0), H = cand.dim(1), D = cand.dim(2);
   const int64_t QB = (S + qb - 1) / qb, F = std::max<int64_t>(0, c.grid_t);
   const int64_t gh = std::max<int64_t>(1, c.grid_h), gw = std::max<int64_t>(1, c.grid_w);
   const int64_t th = (gh + 7) / 8, tw = (gw + 7) / 8, TH = (gh + th - 1) / th, TW = (gw + tw - 1) / tw;
-  std::vector<Cell> hq(size_t(H * QB)), hf(size_t(H * (F + 1))), ft(size_t(std::max<int64_t>(F, 1) * TH * TW));
+  std::vector<TmCell> hq(size_t(H * QB)), hf(size_t(H * (F + 1))), ft(size_t(std::max<int64_t>(F, 1) * TH * TW));
   bool any_cond = false;
   for (int64_t s = 0; s < S; ++s) {
     const TokenPlace p = token_place(c, s);
@@ -201,8 +209,8 @@ std::vector<ErrorMap> error_maps(const Tensor& cand, const Tensor& ref, const Bl
     if (f == F) any_cond = true;
     const int64_t tile = p.video && f < F ? (f * TH + p.h / th) * TW + p.w / tw : -1;
     for (int64_t h = 0; h < H; ++h) {
-      Cell& a = hq[size_t(h * QB + s / qb)];
-      Cell& b = hf[size_t(h * (F + 1) + f)];
+      TmCell& a = hq[size_t(h * QB + s / qb)];
+      TmCell& b = hf[size_t(h * (F + 1) + f)];
       const double* x = cand.ptr() + (s * H + h) * D;
       const double* y = ref.ptr() + (s * H + h) * D;
       for (int64_t d = 0; d < D; ++d) {
@@ -215,11 +223,10 @@ std::vector<ErrorMap> error_maps(const Tensor& cand, const Tensor& ref, const Bl
   std::vector<std::string> heads, blocks, frames, tiles, frame_rows;
   for (int64_t h = 0; h < H; ++h) heads.push_back("head " + std::to_string(h));
   for (int64_t i = 0; i < QB; ++i)
-    blocks.push_back("qblock " + std::to_string(i) + " (" + std::to_string(i * qb) + ".." +
-                     std::to_string(std::min(S, (i + 1) * qb) - 1) + ")");
+    blocks.push_back(tm_label("qblock %lld (%lld..%lld)", i, i * qb, std::min(S, (i + 1) * qb) - 1));
   for (int64_t f = 0; f < F; ++f) frames.push_back("frame " + std::to_string(f));
   frame_rows = frames;
-  std::vector<Cell> hf_used;
+  std::vector<TmCell> hf_used;
   if (any_cond) {
     frames.push_back("cond");
     hf_used = hf;
@@ -229,14 +236,14 @@ std::vector<ErrorMap> error_maps(const Tensor& cand, const Tensor& ref, const Bl
   }
   for (int64_t a = 0; a < TH; ++a)
     for (int64_t b = 0; b < TW; ++b)
-      tiles.push_back("h" + std::to_string(a * th) + "-" + std::to_string(std::min(gh, (a + 1) * th) - 1) + " w" +
-                      std::to_string(b * tw) + "-" + std::to_string(std::min(gw, (b + 1) * tw) - 1));
+      tiles.push_back(tm_label("h%lld-%lld w%lld-%lld", a * th, std::min(gh, (a + 1) * th) - 1, b * tw,
+                               std::min(gw, (b + 1) * tw) - 1));
   std::vector<ErrorMap> out;
-  out.push_back(finish("head_x_qblock", "head", "query block (" + std::to_string(qb) + " tokens)", heads, blocks, hq));
-  out.push_back(finish("head_x_frame", "head", "latent frame", heads, frames, hf_used));
+  out.push_back(tm_finish("head_x_qblock", "head", "query block (" + std::to_string(qb) + " tokens)", heads, blocks, hq));
+  out.push_back(tm_finish("head_x_frame", "head", "latent frame", heads, frames, hf_used));
   if (F > 0) {
     ft.resize(size_t(F * TH * TW));
-    out.push_back(finish("frame_x_tile", "latent frame",
+    out.push_back(tm_finish("frame_x_tile", "latent frame",
                          "spatial tile (" + std::to_string(th) + " x " + std::to_string(tw) + " latent positions)",
                          frame_rows, tiles, ft));
   }
@@ -263,19 +270,19 @@ nlohmann::json rank_cells(const std::vector<ErrorMap>& maps, const std::vector<E
         if (!r && e.rel_l2[i] && *e.rel_l2[i] > 0) return 1e300;
         return r ? *r : -1.0;
       }
-      return rank_key(e.rel_l2[i]);
+      return tm_rank_key(e.rel_l2[i]);
     };
     std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
       const double ka = key(a), kb = key(b);
       if (ka != kb) return ka > kb;
-      return rank_key(e.rel_l2[a]) > rank_key(e.rel_l2[b]);
+      return tm_rank_key(e.rel_l2[a]) > tm_rank_key(e.rel_l2[b]);
     });
     auto cell_json = [&](size_t i) {
       nlohmann::json j{{"row", e.rows[i / C]}, {"col", e.cols[i % C]}, {"row_index", i / C}, {"col_index", i % C},
-                       {"rel_l2", opt(e.rel_l2[i])}, {"gain", opt(e.gain[i])}};
+                       {"rel_l2", tm_opt(e.rel_l2[i])}, {"gain", tm_opt(e.gain[i])}};
       if (fl) {
-        j["floor_rel_l2"] = opt(fl->rel_l2[i]);
-        j["ratio_to_floor"] = opt(ratio(i));
+        j["floor_rel_l2"] = tm_opt(fl->rel_l2[i]);
+        j["ratio_to_floor"] = tm_opt(ratio(i));
       }
       return j;
     };
@@ -295,13 +302,13 @@ nlohmann::json rank_cells(const std::vector<ErrorMap>& maps, const std::vector<E
 
 namespace {
 
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
+double tm_dot(const std::vector<double>& a, const std::vector<double>& b) {
   double s = 0;
   for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
   return s;
 }
 
-std::vector<double> diff(const Tensor& a, const Tensor& b) {
+std::vector<double> tm_diff(const Tensor& a, const Tensor& b) {
   if (a.shape != b.shape) throw InputError("triage: decomposition needs outputs of one shape, got " +
                                            a.shape_string() + " and " + b.shape_string());
   std::vector<double> d(a.data.size());
@@ -312,40 +319,40 @@ std::vector<double> diff(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 nlohmann::json decompose_chain(const Tensor& exact, const ErrorChain& chain) {
-  const double ne = std::sqrt(dot(exact.data, exact.data));
-  const std::vector<double> total = diff(*chain.outputs.back(), exact);
-  const double tt = dot(total, total);
+  const double ne = std::sqrt(tm_dot(exact.data, exact.data));
+  const std::vector<double> total = tm_diff(*chain.outputs.back(), exact);
+  const double tt = tm_dot(total, total);
   std::vector<std::vector<double>> parts;
   const Tensor* prev = &exact;
   for (const Tensor* o : chain.outputs) {
-    parts.push_back(diff(*o, *prev));
+    parts.push_back(tm_diff(*o, *prev));
     prev = o;
   }
   nlohmann::json j;
   j["rule"] = "e_total = sum of e_i exactly (telescoped: e_i = o_i - o_(i-1), o_0 = exact, o_n = candidate); "
               "||e_total||^2 = sum ||e_i||^2 + sum_(i<j) 2<e_i, e_j>; share_i = <e_i, e_total> / ||e_total||^2 sums to 1";
-  j["total_rel_l2"] = ne > 0 ? num(std::sqrt(tt) / ne) : nlohmann::json();
+  j["total_rel_l2"] = ne > 0 ? tm_num(std::sqrt(tt) / ne) : nlohmann::json();
   nlohmann::json ps = nlohmann::json::array();
   std::vector<double> sum(total.size(), 0.0);
   double share_sum = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     for (size_t k = 0; k < sum.size(); ++k) sum[k] += parts[i][k];
-    const double share = tt > 0 ? dot(parts[i], total) / tt : 0;
+    const double share = tt > 0 ? tm_dot(parts[i], total) / tt : 0;
     share_sum += share;
     ps.push_back({{"name", chain.names[i]},
-                  {"rel_l2", ne > 0 ? num(std::sqrt(dot(parts[i], parts[i])) / ne) : nlohmann::json()},
-                  {"share", num(share)}});
+                  {"rel_l2", ne > 0 ? tm_num(std::sqrt(tm_dot(parts[i], parts[i])) / ne) : nlohmann::json()},
+                  {"share", tm_num(share)}});
   }
   j["parts"] = ps;
   nlohmann::json cross = nlohmann::json::array();
   double sq = 0;
-  for (size_t i = 0; i < parts.size(); ++i) sq += dot(parts[i], parts[i]);
+  for (size_t i = 0; i < parts.size(); ++i) sq += tm_dot(parts[i], parts[i]);
   double cr = 0;
   for (size_t a = 0; a < parts.size(); ++a)
     for (size_t b = a + 1; b < parts.size(); ++b) {
-      const double c = 2 * dot(parts[a], parts[b]);
+      const double c = 2 * tm_dot(parts[a], parts[b]);
       cr += c;
-      cross.push_back({{"a", chain.names[a]}, {"b", chain.names[b]}, {"value", ne > 0 ? num(c / (ne * ne)) : nlohmann::json()}});
+      cross.push_back({{"a", chain.names[a]}, {"b", chain.names[b]}, {"value", ne > 0 ? tm_num(c / (ne * ne)) : nlohmann::json()}});
     }
   j["cross_terms"] = cross;  // in units of ||exact||^2
   const std::vector<double> res = [&] {
@@ -353,27 +360,27 @@ nlohmann::json decompose_chain(const Tensor& exact, const ErrorChain& chain) {
     for (size_t k = 0; k < r.size(); ++k) r[k] = sum[k] - total[k];
     return r;
   }();
-  j["identity"] = {{"sum_of_squares_plus_cross", ne > 0 ? num((sq + cr) / (ne * ne)) : nlohmann::json()},
-                   {"total_squared", ne > 0 ? num(tt / (ne * ne)) : nlohmann::json()},
-                   {"residual_rel", tt > 0 ? num(std::sqrt(dot(res, res) / tt)) : nlohmann::json(0.0)},
-                   {"share_sum", num(share_sum)}};
+  j["identity"] = {{"sum_of_squares_plus_cross", ne > 0 ? tm_num((sq + cr) / (ne * ne)) : nlohmann::json()},
+                   {"total_squared", ne > 0 ? tm_num(tt / (ne * ne)) : nlohmann::json()},
+                   {"residual_rel", tt > 0 ? tm_num(std::sqrt(tm_dot(res, res) / tt)) : nlohmann::json(0.0)},
+                   {"share_sum", tm_num(share_sum)}};
   return j;
 }
 
 nlohmann::json decompose_one_off(const Tensor& exact, const Tensor& full, const Tensor& floor,
                                  const std::vector<std::pair<std::string, const Tensor*>>& without) {
-  const double ne = std::sqrt(dot(exact.data, exact.data));
-  const std::vector<double> ef = diff(full, exact), e0 = diff(floor, exact);
-  const double ff = dot(ef, ef);
+  const double ne = std::sqrt(tm_dot(exact.data, exact.data));
+  const std::vector<double> ef = tm_diff(full, exact), e0 = tm_diff(floor, exact);
+  const double ff = tm_dot(ef, ef);
   std::vector<double> inter(ef);
   for (size_t k = 0; k < inter.size(); ++k) inter[k] -= e0[k];
-  auto rel = [&](const std::vector<double>& v) { return ne > 0 ? num(std::sqrt(dot(v, v)) / ne) : nlohmann::json(); };
-  auto share = [&](const std::vector<double>& v) { return ff > 0 ? num(dot(v, ef) / ff) : nlohmann::json(); };
+  auto rel = [&](const std::vector<double>& v) { return ne > 0 ? tm_num(std::sqrt(tm_dot(v, v)) / ne) : nlohmann::json(); };
+  auto share = [&](const std::vector<double>& v) { return ff > 0 ? tm_num(tm_dot(v, ef) / ff) : nlohmann::json(); };
   nlohmann::json parts = nlohmann::json::array();
   for (const auto& [name, t] : without) {
-    std::vector<double> c = diff(full, *t);
+    std::vector<double> c = tm_diff(full, *t);
     for (size_t k = 0; k < inter.size(); ++k) inter[k] -= c[k];
-    const std::vector<double> ew = diff(*t, exact);
+    const std::vector<double> ew = tm_diff(*t, exact);
     parts.push_back({{"name", name}, {"rel_l2", rel(c)}, {"share", share(c)}, {"rel_l2_without", rel(ew)}});
   }
   return {{"rule", "e_full = e_floor + sum_X c_X + interaction exactly, c_X = full - (full with X switched off), "
@@ -385,7 +392,7 @@ nlohmann::json decompose_one_off(const Tensor& exact, const Tensor& full, const 
 }
 
 std::vector<double> cell_norm_ratio(const Tensor& a, const Tensor& b, const Tensor& ref, int64_t qb) {
-  check3(a, b, "cell norms");
+  tm_check3(a, b, "cell norms");
   const int64_t S = a.dim(0), H = a.dim(1), D = a.dim(2), QB = (S + qb - 1) / qb;
   std::vector<double> num2(size_t(H * QB), 0.0), den(size_t(H * QB), 0.0);
   for (int64_t s = 0; s < S; ++s)

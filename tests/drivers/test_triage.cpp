@@ -18,7 +18,7 @@ namespace {
 
 // Float64 attention of every head where keep(h, query, key) holds.
 template <typename Keep>
-ts::Tensor attend(const ts::Fixture& fx, Keep keep) {
+ts::Tensor tri_attend(const ts::Fixture& fx, Keep keep) {
   const ts::AttentionProblem p = ts::attention_problem(fx);
   const int64_t S = p.q.S, H = p.q.H, D = p.q.D;
   ts::Tensor out({S, H, D}, ts::DType::f64);
@@ -47,7 +47,7 @@ ts::Tensor attend(const ts::Fixture& fx, Keep keep) {
   return out;
 }
 
-struct Planted {
+struct TriPlanted {
   std::string fixture;
   ts::Tensor exact;
   ts::BlockConfig config;
@@ -55,9 +55,9 @@ struct Planted {
 
 // One ci fixture per test run, with the exact output stored (so triage and the
 // gate read it rather than recompute it).
-const Planted& planted() {
-  static const Planted p = [] {
-    Planted r;
+const TriPlanted& tri_planted() {
+  static const TriPlanted p = [] {
+    TriPlanted r;
     r.fixture = ts::test::synth_fixture("triage_ci", "ci", false);
     const ts::Fixture fx = ts::load_fixture(r.fixture);
     r.config = fx.config;
@@ -69,13 +69,13 @@ const Planted& planted() {
   return p;
 }
 
-void store(const std::string& fixture, const std::string& name, const ts::Tensor& t) {
+void tri_store(const std::string& fixture, const std::string& name, const ts::Tensor& t) {
   ts::Tensor f = t;
   f.dtype = ts::DType::f32;
   ts::append_datasets(fixture, {{"/outputs/" + name + "/attention", f, ts::output_attrs(name, {{"backend", "planted"}}, std::nullopt)}});
 }
 
-nlohmann::json triage(const std::string& fixture, const std::string& cand) {
+nlohmann::json tri_triage(const std::string& fixture, const std::string& cand) {
   ts::TriageOptions o;
   o.candidate = cand;
   o.exact = "stored:exact";
@@ -83,7 +83,7 @@ nlohmann::json triage(const std::string& fixture, const std::string& cand) {
 }
 
 // The gate's failing line of rule `id` (sage_compat, baseline sage2).
-std::string gate_line(const std::string& fixture, const std::string& cand, const std::string& id) {
+std::string tri_gate_line(const std::string& fixture, const std::string& cand, const std::string& id) {
   ts::GateRunOptions go;
   go.exact = "stored:exact";
   const ts::GateRun run = ts::run_gate_on_fixture(ts::load_gate("sage_compat"), fixture, "sage2", {cand}, go);
@@ -98,24 +98,24 @@ std::string gate_line(const std::string& fixture, const std::string& cand, const
   return "";
 }
 
-const nlohmann::json& first_cell(const nlohmann::json& r, const std::string& map) { return r["ranked_cells"][map]["worst"][0]; }
+const nlohmann::json& tri_first_cell(const nlohmann::json& r, const std::string& map) { return r["ranked_cells"][map]["worst"][0]; }
 
 }  // namespace
 
 TEST_CASE("triage: one head x 1.05 is ranked first and named with its gain by head_gain") {
-  const Planted& p = planted();
+  const TriPlanted& p = tri_planted();
   ts::Tensor c = p.exact;
   const int64_t H = c.dim(1), D = c.dim(2);
   for (int64_t s = 0; s < c.dim(0); ++s)
     for (int64_t d = 0; d < D; ++d) c.data[size_t((s * H + 2) * D + d)] *= 1.05;
-  store(p.fixture, "head_scaled", c);
-  const nlohmann::json r = triage(p.fixture, "stored:head_scaled");
-  CHECK(first_cell(r, "head_x_qblock")["row_index"] == 2);
-  CHECK(first_cell(r, "head_x_frame")["row_index"] == 2);
+  tri_store(p.fixture, "head_scaled", c);
+  const nlohmann::json r = tri_triage(p.fixture, "stored:head_scaled");
+  CHECK(tri_first_cell(r, "head_x_qblock")["row_index"] == 2);
+  CHECK(tri_first_cell(r, "head_x_frame")["row_index"] == 2);
   CHECK(r["ranked_cells"]["head_x_qblock"]["worst_gain"][0]["row_index"] == 2);
   CHECK(r["worst_groups_vs_exact"]["candidate"]["gain_error_worst_head"]["index"] == 2);
   CHECK(r["worst_elements"][0]["head"] == 2);
-  const std::string line = gate_line(p.fixture, "stored:head_scaled", "head_gain");
+  const std::string line = tri_gate_line(p.fixture, "stored:head_scaled", "head_gain");
   INFO(line);
   CHECK(line.find("worst head 2, gain 1.05") != std::string::npos);
 
@@ -147,43 +147,43 @@ TEST_CASE("triage: one head x 1.05 is ranked first and named with its gain by he
 }
 
 TEST_CASE("triage: one latent frame's keys dropped is ranked first and named by frame_vs_exact") {
-  const Planted& p = planted();
+  const TriPlanted& p = tri_planted();
   const ts::Fixture fx = ts::load_fixture(p.fixture);
   const int64_t frame = 2;
-  const ts::Tensor c = attend(fx, [&](int64_t, int64_t, int64_t t) { return p.config.frame_of_token(t) != frame; });
-  store(p.fixture, "frame_keys_dropped", c);
-  const nlohmann::json r = triage(p.fixture, "stored:frame_keys_dropped");
+  const ts::Tensor c = tri_attend(fx, [&](int64_t, int64_t, int64_t t) { return p.config.frame_of_token(t) != frame; });
+  tri_store(p.fixture, "frame_keys_dropped", c);
+  const nlohmann::json r = tri_triage(p.fixture, "stored:frame_keys_dropped");
   INFO(r["ranked_cells"].dump());
-  CHECK(first_cell(r, "head_x_frame")["col_index"] == frame);
-  CHECK(first_cell(r, "frame_x_tile")["row_index"] == frame);
+  CHECK(tri_first_cell(r, "head_x_frame")["col_index"] == frame);
+  CHECK(tri_first_cell(r, "frame_x_tile")["row_index"] == frame);
   CHECK(r["worst_groups_vs_exact"]["candidate"]["rel_l2_worst_frame"]["index"] == frame);
-  const std::string line = gate_line(p.fixture, "stored:frame_keys_dropped", "frame_vs_exact");
+  const std::string line = tri_gate_line(p.fixture, "stored:frame_keys_dropped", "frame_vs_exact");
   INFO(line);
   CHECK(line.find("worst frame 2,") != std::string::npos);
 }
 
 TEST_CASE("triage: one query block missing one key block is ranked first and named by qblock_vs_exact") {
-  const Planted& p = planted();
+  const TriPlanted& p = tri_planted();
   const ts::Fixture fx = ts::load_fixture(p.fixture);
   const int64_t qb = 3;  // tokens 384..511 ignore keys 384..447, their own key block
-  const ts::Tensor c = attend(fx, [&](int64_t, int64_t s, int64_t t) { return !(s / 128 == qb && t >= 384 && t < 448); });
-  store(p.fixture, "key_block_missing", c);
-  const nlohmann::json r = triage(p.fixture, "stored:key_block_missing");
-  CHECK(first_cell(r, "head_x_qblock")["col_index"] == qb);
+  const ts::Tensor c = tri_attend(fx, [&](int64_t, int64_t s, int64_t t) { return !(s / 128 == qb && t >= 384 && t < 448); });
+  tri_store(p.fixture, "key_block_missing", c);
+  const nlohmann::json r = tri_triage(p.fixture, "stored:key_block_missing");
+  CHECK(tri_first_cell(r, "head_x_qblock")["col_index"] == qb);
   CHECK(r["worst_groups_vs_exact"]["candidate"]["rel_l2_worst_qblock"]["index"] == qb);
   CHECK(r["worst_elements"][0]["token"].get<int64_t>() / 128 == qb);
-  const std::string line = gate_line(p.fixture, "stored:key_block_missing", "qblock_vs_exact");
+  const std::string line = tri_gate_line(p.fixture, "stored:key_block_missing", "qblock_vs_exact");
   INFO(line);
   CHECK(line.find("worst query block 3 (tokens 384..511)") != std::string::npos);
 }
 
 TEST_CASE("triage: one NaN is found with its coordinates, and every accuracy rule fails") {
-  const Planted& p = planted();
+  const TriPlanted& p = tri_planted();
   ts::Tensor c = p.exact;
   const int64_t H = c.dim(1), D = c.dim(2);
   c.data[size_t((300 * H + 1) * D + 17)] = NAN;
-  store(p.fixture, "one_nan", c);
-  const nlohmann::json r = triage(p.fixture, "stored:one_nan");
+  tri_store(p.fixture, "one_nan", c);
+  const nlohmann::json r = tri_triage(p.fixture, "stored:one_nan");
   const auto& nf = r["nonfinite"];
   CHECK(nf["count"] == 1);
   REQUIRE(nf["runs"].size() == 1);
@@ -191,16 +191,16 @@ TEST_CASE("triage: one NaN is found with its coordinates, and every accuracy rul
   CHECK(nf["runs"][0]["tokens"] == nlohmann::json::array({300, 300}));
   CHECK(nf["positions"][0]["channel"] == 17);
   CHECK(nf["positions"][0]["t"] == p.config.frame_of_token(300));
-  CHECK(first_cell(r, "head_x_qblock")["row_index"] == 1);
-  CHECK(first_cell(r, "head_x_qblock")["col_index"] == 2);
+  CHECK(tri_first_cell(r, "head_x_qblock")["row_index"] == 1);
+  CHECK(tri_first_cell(r, "head_x_qblock")["col_index"] == 2);
   const std::string text = ts::render_triage_text(r);
   CHECK(text.find("token 300 head 1 ch 17") != std::string::npos);
-  const std::string line = gate_line(p.fixture, "stored:one_nan", "finite_guard");
+  const std::string line = tri_gate_line(p.fixture, "stored:one_nan", "finite_guard");
   CHECK(line.find("1 non-finite") != std::string::npos);
 }
 
 TEST_CASE("triage: sol's decomposition combines to its total, and the missed mass explains the routing part") {
-  const Planted& p = planted();
+  const TriPlanted& p = tri_planted();
   ts::TriageOptions o;
   o.candidate = "sol:tau=1.3";
   o.exact = "stored:exact";
@@ -231,12 +231,12 @@ TEST_CASE("triage: sage2's quantisers, one off at a time, add up with the floor 
 }
 
 TEST_CASE("triage: --against says where two versions differ and which is closer to exact") {
-  const Planted& p = planted();
+  const TriPlanted& p = tri_planted();
   ts::Tensor a = p.exact, b = p.exact;
   const int64_t H = a.dim(1), D = a.dim(2);
   for (int64_t d = 0; d < D; ++d) b.data[size_t((600 * H + 3) * D + d)] += 0.5;  // v2 broke token 600 of head 3
-  store(p.fixture, "v1", a);
-  store(p.fixture, "v2", b);
+  tri_store(p.fixture, "v1", a);
+  tri_store(p.fixture, "v2", b);
   ts::TriageOptions o;
   o.candidate = "stored:v2";
   o.against = "stored:v1";
@@ -274,7 +274,7 @@ TEST_CASE("triage: in a block fixture, one perturbed stage is the first out of b
 }
 
 TEST_CASE("triage and extract: bad input is an InputError before any work") {
-  const Planted& p = planted();
+  const TriPlanted& p = tri_planted();
   ts::TriageOptions o;
   o.candidate = "stored:no_such_output";
   CHECK_THROWS_AS(ts::run_triage(p.fixture, o), ts::InputError);

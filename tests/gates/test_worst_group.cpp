@@ -11,7 +11,7 @@ using namespace ts;
 
 namespace {
 
-BlockConfig small_config() {
+BlockConfig wg_small_config() {
   BlockConfig c;
   c.heads = 3;
   c.head_dim = 4;
@@ -22,7 +22,7 @@ BlockConfig small_config() {
   return c;
 }
 
-Tensor ramp(int64_t S, int64_t H, int64_t D) {
+Tensor wg_ramp(int64_t S, int64_t H, int64_t D) {
   Tensor t({S, H, D}, DType::f64);
   for (size_t i = 0; i < t.data.size(); ++i) t.data[i] = 0.5 + double(i % 7) * 0.25;
   return t;
@@ -31,8 +31,8 @@ Tensor ramp(int64_t S, int64_t H, int64_t D) {
 }  // namespace
 
 TEST_CASE("worst group: the breakdown names the head, query block and frame that gave each figure") {
-  const BlockConfig c = small_config();
-  const Tensor exact = ramp(272, 3, 4);
+  const BlockConfig c = wg_small_config();
+  const Tensor exact = wg_ramp(272, 3, 4);
   Tensor cand = exact;
   for (int64_t s = 128; s < 256; ++s)
     for (int64_t d = 0; d < 4; ++d) cand.data[size_t((s * 3 + 1) * 4 + d)] *= 1.2;  // head 1, frame 1, qblock 1
@@ -47,8 +47,8 @@ TEST_CASE("worst group: the breakdown names the head, query block and frame that
 }
 
 TEST_CASE("worst group: judge() appends it to a failing group rule, against the rule's reference") {
-  const BlockConfig c = small_config();
-  const Tensor exact = ramp(272, 3, 4);
+  const BlockConfig c = wg_small_config();
+  const Tensor exact = wg_ramp(272, 3, 4);
   Tensor base = exact, cand = exact;
   for (int64_t s = 0; s < 272; ++s)
     for (int64_t d = 0; d < 4; ++d) {
