@@ -25,6 +25,9 @@ void add_accuracy_evidence(Evidence& ev, const std::string& tensor, const Tensor
     ev.details["vs_baseline"] = vb.overall.to_json();
     ev.details["vs_exact"] = ve.overall.to_json();
     ev.details["worst_vs_baseline"] = vb.worst(3);
+    ev.details["worst_vs_exact"] = ve.worst(3);
+    ev.worst_vs_baseline[tensor] = worst_group_map(vb);
+    ev.worst_vs_exact[tensor] = worst_group_map(ve);
   } else {
     const MetricSet vb = compute_metrics(candidate, baseline);
     const MetricSet ve = compute_metrics(candidate, exact);

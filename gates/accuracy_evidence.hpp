@@ -20,7 +20,10 @@ Figures accuracy_figures(const Tensor& a, const Tensor& b, const BlockConfig* co
 // Fills ev.vs_baseline[tensor], ev.vs_exact[tensor] and
 // ev.baseline_vs_exact[tensor] (the latter computed once per run with
 // accuracy_figures(baseline, exact, config)), and the details the reports
-// show: vs_baseline, vs_exact (whole-tensor metrics) and worst_vs_baseline.
+// show: vs_baseline, vs_exact (whole-tensor metrics), worst_vs_baseline and
+// worst_vs_exact (the three worst groups, each ranked against its own
+// reference), and ev.worst_vs_baseline / worst_vs_exact, from which a
+// failing group rule names its worst group.
 void add_accuracy_evidence(Evidence& ev, const std::string& tensor, const Tensor& candidate,
                            const Tensor& baseline, const Tensor& exact, const Figures& baseline_vs_exact,
                            const BlockConfig* config);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 
@@ -298,6 +299,7 @@ MetricBreakdown compute_breakdown(const Tensor& a, const Tensor& b, const BlockC
     }
   }
   MetricBreakdown out;
+  out.tokens = S;
   out.overall = compute_metrics(a, b, storage);
   std::vector<Acc> per_head(static_cast<size_t>(H)), per_frame(static_cast<size_t>(frames + 1));
   for (int64_t blk = 0; blk < blocks; ++blk) {
@@ -392,6 +394,74 @@ std::map<std::string, std::optional<double>> metric_map(const MetricBreakdown& b
     gain_errors.push_back(h.gain ? std::optional<double>(std::fabs(*h.gain - 1.0)) : std::nullopt);
   m["gain_error_worst_head"] = worst_of(gain_errors);
   return m;
+}
+
+namespace {
+
+// Index of the group worst_of() picks: the first NaN, else the first largest.
+std::optional<size_t> wg_worst_index(const std::vector<std::optional<double>>& figures) {
+  std::optional<size_t> w;
+  for (size_t i = 0; i < figures.size(); ++i) {
+    const auto& f = figures[i];
+    if (!f) continue;
+    if (std::isnan(*f)) return i;
+    if (!w || *f > *figures[*w]) w = i;
+  }
+  return w;
+}
+
+WorstGroup wg_group_of(const std::string& kind, int64_t index, const MetricSet& m) {
+  WorstGroup g;
+  g.kind = kind;
+  g.index = index;
+  g.rel_l2 = m.rel_l2;
+  g.gain = m.gain;
+  return g;
+}
+
+std::string wg_fmt(const std::optional<double>& v, int digits) {
+  if (!v) return "undefined";
+  if (std::isnan(*v)) return "NaN";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, *v);
+  return buf;
+}
+
+}  // namespace
+
+std::map<std::string, WorstGroup> worst_group_map(const MetricBreakdown& b) {
+  std::map<std::string, WorstGroup> out;
+  if (auto i = wg_worst_index(rel_l2_of(b.per_head))) out["rel_l2_worst_head"] = wg_group_of("head", int64_t(*i), b.per_head[*i]);
+  if (auto i = wg_worst_index(rel_l2_of(b.per_query_block))) {
+    WorstGroup g = wg_group_of("query block", int64_t(*i), b.per_query_block[*i]);
+    g.first_token = int64_t(*i) * 128;
+    g.last_token = std::min(b.tokens, g.first_token + 128) - 1;
+    out["rel_l2_worst_qblock"] = g;
+  }
+  std::vector<MetricSet> frames = b.per_frame;
+  if (b.cond) frames.push_back(*b.cond);
+  if (auto i = wg_worst_index(rel_l2_of(frames))) {
+    const bool cond = b.cond && *i == b.per_frame.size();
+    out["rel_l2_worst_frame"] = wg_group_of(cond ? "cond" : "frame", cond ? -1 : int64_t(*i), frames[*i]);
+  }
+  std::vector<std::optional<double>> gain_errors;
+  for (const auto& h : b.per_head)
+    gain_errors.push_back(h.gain ? std::optional<double>(std::fabs(*h.gain - 1.0)) : std::nullopt);
+  if (auto i = wg_worst_index(gain_errors)) out["gain_error_worst_head"] = wg_group_of("head", int64_t(*i), b.per_head[*i]);
+  return out;
+}
+
+std::string WorstGroup::text(bool gain_rule) const {
+  std::string s = kind == "cond" ? "worst group: the conditioning tokens" : "worst " + kind + " " + std::to_string(index);
+  if (first_token >= 0) s += " (tokens " + std::to_string(first_token) + ".." + std::to_string(last_token) + ")";
+  if (gain_rule) return s + ", gain " + wg_fmt(gain, 4);
+  return s + ", rel_l2 " + wg_fmt(rel_l2, 4) + ", gain " + wg_fmt(gain, 4);
+}
+
+nlohmann::json WorstGroup::to_json() const {
+  nlohmann::json j{{"kind", kind}, {"index", index}, {"rel_l2", opt(rel_l2)}, {"gain", opt(gain)}};
+  if (first_token >= 0) j["tokens"] = {first_token, last_token};
+  return j;
 }
 
 }  // namespace ts

@@ -11,6 +11,7 @@
 
 #include "core/block_config.hpp"
 #include "core/tensor.hpp"
+#include "gates/worst_group.hpp"
 
 namespace ts {
 
@@ -78,6 +79,7 @@ struct MetricBreakdown {
   std::vector<MetricSet> per_query_block;  // 128 tokens each, last may be short
   std::vector<MetricSet> per_frame;        // grid_t frames
   std::optional<MetricSet> cond;           // all conditioning tokens
+  int64_t tokens = 0;                      // S
   nlohmann::json to_json() const;
   // The `n` worst groups of each breakdown by `metric` (rel_l2 by default),
   // for triage printouts: {"per_head": [{"index": h, "value": v}, ...], ...}.
@@ -89,5 +91,10 @@ MetricBreakdown compute_breakdown(const Tensor& a, const Tensor& b, const BlockC
 // figure is NaN when any group's is NaN (NaN never passes), undefined when
 // no group's is defined; groups whose figure is undefined are left out.
 std::map<std::string, std::optional<double>> metric_map(const MetricBreakdown& b);
+
+// For each breakdown_metric_names() figure of metric_map(b), the group it
+// came from (the first on ties; a NaN group wins, as it does the figure).
+// Absent when no group's figure is defined.
+std::map<std::string, WorstGroup> worst_group_map(const MetricBreakdown& b);
 
 }  // namespace ts

@@ -130,6 +130,14 @@ RuleOutcome judge_accuracy(const GateRule& r, const std::string& tensor, const E
               (round > 0 ? " + rounding " + format_number(round) : "") + " = " + format_number(limit);
     if (!(x <= limit)) failed.push_back(format_number(x) + " > growth bound " + format_number(limit));
   }
+  {
+    const auto& worst = r.against == "exact" ? ev.worst_vs_exact : ev.worst_vs_baseline;
+    auto t = worst.find(tensor);
+    if (t != worst.end()) {
+      auto g = t->second.find(r.metric);
+      if (g != t->second.end()) o.worst = g->second;
+    }
+  }
   if (failed.empty()) {
     o.status = RuleStatus::pass;
     o.message = what + " = " + format_number(x) + " within " + o.bound;
@@ -138,6 +146,7 @@ RuleOutcome judge_accuracy(const GateRule& r, const std::string& tensor, const E
     std::string s;
     for (size_t i = 0; i < failed.size(); ++i) s += (i ? "; " : "") + failed[i];
     o.message = what + " = " + s;
+    if (o.worst) o.message += ": " + o.worst->text(r.metric.rfind("gain", 0) == 0);
   }
   return o;
 }
@@ -366,6 +375,7 @@ nlohmann::json RuleOutcome::to_json() const {
   else if (figure) j["figure"] = std::isnan(*figure) ? "NaN" : (*figure > 0 ? "Infinity" : "-Infinity");
   else j["figure"] = nullptr;
   if (interval) j["interval"] = interval->to_json();
+  if (worst) j["worst"] = worst->to_json();
   return j;
 }
 

@@ -11,6 +11,7 @@
 
 #include "gates/bootstrap.hpp"
 #include "gates/gate_file.hpp"
+#include "gates/worst_group.hpp"
 
 namespace ts {
 
@@ -65,6 +66,10 @@ struct Evidence {
   // Per tensor ("attention", a stage name): candidate vs baseline, candidate
   // vs exact, baseline vs exact.
   std::map<std::string, Figures> vs_baseline, vs_exact, baseline_vs_exact;
+  // Per tensor, per breakdown metric (rel_l2_worst_head, ...): the group that
+  // gave the figure, ranked against that reference, so that a failing group
+  // rule names where it failed.
+  std::map<std::string, std::map<std::string, WorstGroup>> worst_vs_baseline, worst_vs_exact;
   // Per tensor: the unit roundoff of the coarser storage type when the two
   // sides are stored in different types (bf16 vs float64: 2^-8), else 0; a
   // growth rule with `rounding` allows it.
@@ -88,6 +93,8 @@ struct RuleOutcome {
   // max_ratio_to_baseline resolved to a figure (k x the baseline's), kept as
   // a number so that plots can draw it; `bound` holds it only as text.
   std::optional<double> limit;
+  // A group rule's worst group against the rule's own reference (when known).
+  std::optional<WorstGroup> worst;
   nlohmann::json to_json() const;
 };
 
