@@ -185,13 +185,14 @@ void read_options(ObjectReader& plan, GateRunOptions& o, const std::string& wher
   if (auto v = r.opt_string("exact")) o.exact = *v;
   if (auto v = r.opt_bool("allow_slow")) o.allow_slow = *v;
   if (auto v = r.opt_bool("allow_nonfinite")) o.allow_nonfinite = *v;
+  if (auto v = r.opt_bool("accuracy_only")) o.accuracy_only = *v;
   r.finish();
 }
 
 nlohmann::json options_json(const GateRunOptions& o) {
   return {{"pairs", o.pairs},   {"warmup", o.warmup}, {"rotate", o.rotate},
           {"budget_s", o.budget_s}, {"seed", o.seed}, {"exact", o.exact},
-          {"allow_slow", o.allow_slow}, {"allow_nonfinite", o.allow_nonfinite}};
+          {"allow_slow", o.allow_slow}, {"allow_nonfinite", o.allow_nonfinite}, {"accuracy_only", o.accuracy_only}};
 }
 
 GateRunOptions options_from_json(const nlohmann::json& j) {
@@ -204,6 +205,7 @@ GateRunOptions options_from_json(const nlohmann::json& j) {
   o.exact = j.at("exact").get<std::string>();
   o.allow_slow = j.at("allow_slow").get<bool>();
   o.allow_nonfinite = j.at("allow_nonfinite").get<bool>();
+  o.accuracy_only = j.value("accuracy_only", false);
   return o;
 }
 
