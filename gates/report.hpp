@@ -36,7 +36,18 @@ inline const std::string& shown_value(const CandidateVerdict& c, size_t i) {
   return i < c.shown.size() ? c.shown[i] : none;
 }
 
+// The terminal report fits `width` columns: one row per candidate while that
+// table fits, else each candidate in a block of its own (a gate of many rules);
+// long lines are wrapped, repro lines with a shell continuation. Without a
+// width: terminal_width().
 std::string render_terminal(const GateRun& run);
+std::string render_terminal(const GateRun& run, int width);
+// COLUMNS when it holds a positive number, else the width of the terminal on
+// stdout, else kDefaultTerminalWidth (a pipe, a file, a CI log); never less
+// than kMinTerminalWidth.
+inline constexpr int kDefaultTerminalWidth = 100;
+inline constexpr int kMinTerminalWidth = 40;
+int terminal_width();
 std::string render_json(const GateRun& run);
 std::string render_junit(const GateRun& run);
 std::string render_markdown(const GateRun& run);
