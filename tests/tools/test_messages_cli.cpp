@@ -138,13 +138,18 @@ TEST_CASE("messages CLI: a stored output of the wrong shape is exit 2 naming bot
   const std::string f = dir() + "/messages_shape.h5";
   REQUIRE(cli("fixture synth --preset tiny --seed 4 -o " + f).code == 0);
   const ts::Fixture fx = ts::load_fixture(f);
-  ts::Tensor t;
-  t.shape = {fx.q.shape[0] - 1, fx.q.shape[1], fx.q.shape[2]};
-  t.dtype = ts::DType::f32;
-  t.data.assign(static_cast<size_t>(t.shape[0] * t.shape[1] * t.shape[2]), 0.5);
-  ts::append_datasets(f, {{"/outputs/short/attention", t,
-                           {{"backend", "test"}, {"params", "{}"}, {"touchstone_version", "0"},
-                            {"created_at", "2026-12-03T00:00:00Z"}}}});
+  // touchstone's own writers refuse an output of the wrong shape; h5py
+  // writes what a capture script with a bug would.
+  const std::string py = "/usr/bin/python3 -c \"import sys, h5py, numpy as np; f = h5py.File(sys.argv[1], 'a'); "
+                         "d = f.create_dataset('/outputs/short/attention', data=np.zeros((" +
+                         std::to_string(fx.q.shape[0] - 1) + ", " + std::to_string(fx.q.shape[1]) + ", " +
+                         std::to_string(fx.q.shape[2]) + "), np.float32)); "
+                         "[d.attrs.__setitem__(k, 'x') for k in ('backend', 'params', 'touchstone_version', "
+                         "'created_at')]\" " + f;
+  if (std::system(py.c_str()) != 0) {
+    WARN("skipped: no /usr/bin/python3 with h5py to write a malformed output");
+    return;
+  }
   const std::string S = std::to_string(fx.q.shape[0]), H = std::to_string(fx.q.shape[1]),
                     D = std::to_string(fx.q.shape[2]);
   bad_input(cli("gate --gate sage_compat --fixture " + f + " --candidate exact --candidate stored:short"),
