@@ -45,6 +45,10 @@ std::string render_terminal(const GateRun& run, int width);
 // COLUMNS when it holds a positive number, else the width of the terminal on
 // stdout, else kDefaultTerminalWidth (a pipe, a file, a CI log); never less
 // than kMinTerminalWidth.
+// `text` broken at spaces into lines of at most `width` columns, continuation
+// lines indented by `indent` (the terminal report's wrapping, for the other
+// lines a command prints around it).
+std::string wrap_for_terminal(const std::string& text, int width, int indent = 4);
 inline constexpr int kDefaultTerminalWidth = 100;
 inline constexpr int kMinTerminalWidth = 40;
 int terminal_width();

@@ -220,6 +220,12 @@ int terminal_width() {
   return kDefaultTerminalWidth;
 }
 
+std::string wrap_for_terminal(const std::string& text, int width, int indent) {
+  std::ostringstream out;
+  wrapped(out, text, static_cast<size_t>(std::max(width, kMinTerminalWidth)), static_cast<size_t>(std::max(indent, 0)));
+  return out.str();
+}
+
 std::string render_terminal(const GateRun& run) { return render_terminal(run, terminal_width()); }
 
 std::string render_terminal(const GateRun& run, int width_in) {

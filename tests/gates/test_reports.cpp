@@ -200,6 +200,16 @@ TEST_CASE("terminal: a gate of many rules puts each candidate in a block that fi
   }
 }
 
+TEST_CASE("terminal: other lines wrap the same way") {
+  const std::string line = "touchstone demo: synthetic 'ci' fixture (seed 7), S=832 tokens (768 video, 64 "
+                           "conditioning), H=4, D=128; synthesized in 0.2 s";
+  const std::string w = wrap_for_terminal(line, 60);
+  CHECK(widest(w) <= 60);
+  CHECK(lines_of(w).size() == 3);
+  CHECK(lines_of(w)[1].rfind("    ", 0) == 0);
+  CHECK(wrap_for_terminal("short", 60) == "short\n");
+}
+
 TEST_CASE("terminal: a table that fits stays a table") {
   const GateRun run = test::judge_report(test::seed_json());
   const std::string wide = render_terminal(run, 1000);
