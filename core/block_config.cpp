@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/printable.hpp"
+#include "core/suggest.hpp"
 
 namespace ts {
 
@@ -125,6 +126,11 @@ std::string segments_to_json(const std::vector<Segment>& segs) {
   return j.dump();
 }
 
+const std::vector<std::string>& segment_kinds() {
+  static const std::vector<std::string> kinds = {"video", "cond"};
+  return kinds;
+}
+
 std::vector<Segment> segments_from_json(const std::string& text, const std::string& where) {
   nlohmann::json j;
   // A key repeated within one object is an error (the second would silently
@@ -162,9 +168,13 @@ std::vector<Segment> segments_from_json(const std::string& text, const std::stri
         throw InputError(at + " has unknown key '" + printable(it.key()) + "'");
     if (!e.contains("name") || !e["name"].is_string())
       throw InputError(at + ".name must be a string");
-    if (!e.contains("kind") || !e["kind"].is_string() ||
-        (e["kind"] != "video" && e["kind"] != "cond"))
-      throw InputError(at + ".kind must be \"video\" or \"cond\"");
+    if (!e.contains("kind") || !e["kind"].is_string())
+      throw InputError(at + ".kind must be a string, one of " + join_names(segment_kinds()));
+    if (const std::string kind = e["kind"].get<std::string>();
+        std::find(segment_kinds().begin(), segment_kinds().end(), kind) == segment_kinds().end())
+      throw InputError(at + ".kind is \"" + printable(kind) + "\", not a segment kind (" +
+                       did_you_mean(kind, segment_kinds()) + "kinds: " + join_names(segment_kinds()) +
+                       ": video tokens are routed, cond tokens never)");
     if (!e.contains("start") || !e["start"].is_number_integer())
       throw InputError(at + ".start must be an integer");
     if (!e.contains("length") || !e["length"].is_number_integer())

@@ -43,6 +43,8 @@ struct BlockConfig {
 
 std::string segments_to_json(const std::vector<Segment>& segs);
 std::vector<Segment> segments_from_json(const std::string& text, const std::string& where);
+// The segment kinds /config segments may name: "video" (routed) and "cond".
+const std::vector<std::string>& segment_kinds();
 
 // The presets of block.md: tiny, ci, medium, block24. Throws InputError for others.
 BlockConfig preset_config(const std::string& name);

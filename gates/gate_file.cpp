@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <map>
 #include <set>
 #include <sstream>
@@ -10,6 +9,8 @@
 
 #include "core/block_stage_table.hpp"
 #include "core/error.hpp"
+#include "core/printable.hpp"
+#include "core/suggest.hpp"
 #include "gates/json_input.hpp"
 #include "gates/metric_range.hpp"
 #include "gates/metrics.hpp"
@@ -244,19 +245,22 @@ const std::string& builtin_gate_text(const std::string& name) {
     return m;
   }();
   auto it = texts.find(name);
-  if (it == texts.end()) {
-    std::string list;
-    for (const auto& n : builtin_gate_names()) list += (list.empty() ? "" : ", ") + n;
-    throw InputError("no gate file or built-in gate named '" + name + "' (built-ins: " + list + ")");
-  }
+  if (it == texts.end())
+    throw InputError("unknown gate '" + printable(name) + "' (" + did_you_mean(name, builtin_gate_names()) +
+                     "built-ins: " + join_names(builtin_gate_names()) +
+                     "; a gate file is named by a path with a '/' or ending in .json)");
   return it->second;
 }
 
+bool names_gate_file(const std::string& arg) {
+  return arg.find('/') != std::string::npos ||
+         (arg.size() >= 5 && arg.compare(arg.size() - 5, 5, ".json") == 0);
+}
+
 GateFile load_gate(const std::string& path_or_name) {
-  std::error_code ec;
-  const bool is_builtin = std::find(builtin_gate_names().begin(), builtin_gate_names().end(),
-                                    path_or_name) != builtin_gate_names().end();
-  if (is_builtin && !std::filesystem::exists(path_or_name, ec))
+  // A bare word is a built-in, whatever files the working folder holds: a
+  // file named sage_compat must not silently replace the shipped gate.
+  if (!names_gate_file(path_or_name))
     return parse_gate(builtin_gate_text(path_or_name), "builtin:" + path_or_name);
   return parse_gate(json_input::read_text(path_or_name), path_or_name);
 }

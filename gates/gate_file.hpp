@@ -66,9 +66,13 @@ struct GateFile {
 std::string format_number(double v, int digits = 4);
 
 GateFile parse_gate(const std::string& text, const std::string& where);
-// A path, or one of builtin_gate_names() (the shipped gates/*.json compiled
-// into the binary). A path that exists wins over a built-in of the same name.
+// A path when the argument names one (names_gate_file), else one of
+// builtin_gate_names() (the shipped gates/*.json compiled into the binary);
+// an unknown name is an InputError listing the built-ins.
 GateFile load_gate(const std::string& path_or_name);
+// Whether a gate argument names a file: it holds a '/' or ends in ".json"
+// (./my_gate, gates/x.json, x.json); any other word is a built-in's name.
+bool names_gate_file(const std::string& arg);
 const std::vector<std::string>& builtin_gate_names();
 const std::string& builtin_gate_text(const std::string& name);  // InputError if unknown
 

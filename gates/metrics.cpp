@@ -89,26 +89,35 @@ int64_t ordered16(uint16_t bits) {
   return (bits & 0x8000) ? -mag : mag;
 }
 
-uint16_t f16_bits(double x) {
-  const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+// x rounded to nearest (ties to even) in a binary format of `mant` stored
+// significand bits and `ebits` exponent bits, as its bit pattern; beyond the
+// largest finite value it is infinity. (float16: 10, 5; bfloat16: 7, 8.)
+uint32_t ieee_bits(double x, int mant, int ebits) {
+  const int bias = (1 << (ebits - 1)) - 1;
+  const uint32_t sign = std::signbit(x) ? 1u << (mant + ebits) : 0u;
+  const uint32_t inf = ((1u << ebits) - 1) << mant;
   const double ax = std::fabs(x);
   if (ax == 0.0) return sign;
-  if (std::isinf(ax)) return sign | 0x7c00;
+  if (std::isinf(ax)) return sign | inf;
   int e = 0;
   std::frexp(ax, &e);  // ax = m * 2^e, m in [0.5, 1)
   int E = e - 1;
-  if (E < -14) {  // subnormal: a multiple of 2^-24
-    const double k = std::nearbyint(std::ldexp(ax, 24));
-    return static_cast<uint16_t>(sign | static_cast<uint16_t>(k));
+  if (E < 1 - bias) {  // subnormal: a multiple of 2^(1 - bias - mant); the top one rounds up to the smallest normal
+    const double k = std::nearbyint(std::ldexp(ax, mant + bias - 1));
+    return sign | static_cast<uint32_t>(k);
   }
-  double mant = std::nearbyint(std::ldexp(ax, -E) * 1024.0) - 1024.0;
-  if (mant >= 1024.0) {
-    mant = 0;
+  const double one = std::ldexp(1.0, mant);
+  double m = std::nearbyint(std::ldexp(ax, mant - E)) - one;
+  if (m >= one) {
+    m = 0;
     ++E;
   }
-  if (E > 15) return sign | 0x7c00;
-  return static_cast<uint16_t>(sign | ((E + 15) << 10) | static_cast<uint16_t>(mant));
+  if (E > bias) return sign | inf;
+  return sign | (static_cast<uint32_t>(E + bias) << mant) | static_cast<uint32_t>(m);
 }
+
+uint16_t f16_bits(double x) { return static_cast<uint16_t>(ieee_bits(x, 10, 5)); }
+uint16_t bf16_bits(double x) { return static_cast<uint16_t>(ieee_bits(x, 7, 8)); }
 
 uint32_t f32_bits(double x) {
   const float f = static_cast<float>(x);
@@ -151,8 +160,7 @@ double ulp_distance(double x, double y, DType storage) {
   }
   switch (storage) {
     case DType::bf16:
-      return std::fabs(static_cast<double>(ordered16(static_cast<uint16_t>(f32_bits(x) >> 16)) -
-                                           ordered16(static_cast<uint16_t>(f32_bits(y) >> 16))));
+      return std::fabs(static_cast<double>(ordered16(bf16_bits(x)) - ordered16(bf16_bits(y))));
     case DType::f16:
       return std::fabs(static_cast<double>(ordered16(f16_bits(x)) - ordered16(f16_bits(y))));
     case DType::f32:
@@ -174,7 +182,8 @@ double ulp_distance(double x, double y, DType storage) {
 std::optional<double> MetricSet::get(const std::string& name) const {
   auto m = metric_map(*this);
   auto it = m.find(name);
-  if (it == m.end() || name == "nonfinite_ref" || name == "zero_fraction_ref")
+  if (it == m.end() || name == "nonfinite_ref" || name == "zero_fraction_ref" || name == kStorageFigure ||
+      name == kStorageRefFigure)
     throw InputError("unknown metric '" + name + "'");
   return it->second;
 }
@@ -192,7 +201,9 @@ std::map<std::string, std::optional<double>> metric_map(const MetricSet& m) {
           {"identical_fraction", m.count ? std::optional<double>(m.identical_fraction) : std::nullopt},
           {"gain", m.gain},
           {"nonfinite_ref", static_cast<double>(m.nonfinite_ref)},
-          {"zero_fraction_ref", m.count ? std::optional<double>(m.zero_fraction_ref) : std::nullopt}};
+          {"zero_fraction_ref", m.count ? std::optional<double>(m.zero_fraction_ref) : std::nullopt},
+          {kStorageFigure, static_cast<double>(static_cast<int>(m.storage))},
+          {kStorageRefFigure, static_cast<double>(static_cast<int>(m.storage_ref))}};
 }
 
 const std::vector<std::string>& metric_names() {
@@ -233,12 +244,46 @@ nlohmann::json MetricSet::to_json() const {
   j["zero_fraction_ref"] = num(zero_fraction_ref);
   j["ulp_max"] = num(ulp_max);
   j["identical_fraction"] = num(identical_fraction);
+  if (const std::string note = ulp_note(); !note.empty()) {
+    j["ulp_storage"] = dtype_name(ulp_at);
+    j["ulp_note"] = note;
+  }
   j["gain"] = opt(gain);
   return j;
 }
 
+DType ulp_storage(DType a, DType b) {
+  const auto significand = [](DType t) {
+    switch (t) {
+      case DType::bf16: return 8;
+      case DType::f16: return 11;
+      case DType::f32: return 24;
+      case DType::f64: return 53;
+      default: return 0;  // integer codes: one unit is 1 whatever the width
+    }
+  };
+  if (significand(a) == 0) return a;
+  if (significand(b) == 0) return b;
+  return significand(a) <= significand(b) ? a : b;
+}
+
+void MetricSet::set_storage(DType a, DType b) {
+  storage = a;
+  storage_ref = b;
+  ulp_at = ulp_storage(a, b);
+}
+
+std::string MetricSet::ulp_note() const {
+  if (storage == storage_ref) return "";
+  return std::string("ulp_max and identical_fraction counted at ") + dtype_name(ulp_at) +
+         " after rounding both sides (the candidate " + dtype_name(storage) + ", the reference " +
+         dtype_name(storage_ref) + ") to it";
+}
+
 MetricSet compute_metrics(const Tensor& a, const Tensor& b) {
-  return compute_metrics(a, b, a.dtype);
+  MetricSet m = compute_metrics(a, b, ulp_storage(a.dtype, b.dtype));
+  m.set_storage(a.dtype, b.dtype);
+  return m;
 }
 
 MetricSet compute_metrics(const Tensor& a, const Tensor& b, DType storage) {
@@ -267,7 +312,7 @@ MetricBreakdown compute_breakdown(const Tensor& a, const Tensor& b, const BlockC
   const int64_t frames = config.grid_t;
   constexpr int64_t kBlock = 128;
   const int64_t blocks = (S + kBlock - 1) / kBlock;
-  const DType storage = a.dtype;
+  const DType storage = ulp_storage(a.dtype, b.dtype);
 
   // Per query block: one accumulator per head and one per frame (index
   // frames = conditioning). Blocks run in parallel; everything is merged in
@@ -316,6 +361,9 @@ MetricBreakdown compute_breakdown(const Tensor& a, const Tensor& b, const BlockC
   for (const Acc& x : per_head) out.per_head.push_back(x.finish());
   for (int64_t f = 0; f < frames; ++f) out.per_frame.push_back(per_frame[static_cast<size_t>(f)].finish());
   if (per_frame[static_cast<size_t>(frames)].n > 0) out.cond = per_frame[static_cast<size_t>(frames)].finish();
+  for (auto* v : {&out.per_head, &out.per_query_block, &out.per_frame})
+    for (MetricSet& m : *v) m.set_storage(a.dtype, b.dtype);
+  if (out.cond) out.cond->set_storage(a.dtype, b.dtype);
   return out;
 }
 

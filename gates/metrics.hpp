@@ -30,12 +30,21 @@ struct MetricSet {
   double zero_fraction = 0;    // share of exact zeros in a
   double zero_fraction_ref = 0;
   // Largest distance in units in the last place at the storage type (bf16,
-  // f16, f32 or f64 of `a`); infinite when any value is non-finite.
+  // f16, f32 or f64); infinite when any value is non-finite. When a and b are
+  // stored in different types, both are rounded (to nearest even) to the one
+  // of fewer significand bits and counted there (ulp_note() says so): the
+  // float64 bits of a bf16 value are not ulps of anything.
   double ulp_max = 0;
   // Share of elements equal at the storage type (ulp distance 0; NaN is never
   // equal): how many codes or scales of an emulation match a real kernel's
   // bit for bit, where rel_l2 would hide a systematic one-ulp offset.
   double identical_fraction = 0;
+  // The storage types of a and b (Tensor::dtype) and the one ulp_max and
+  // identical_fraction are counted at (ulp_storage of the two).
+  DType storage = DType::f64, storage_ref = DType::f64, ulp_at = DType::f64;
+  void set_storage(DType a, DType b);
+  // "" when both sides share a type; else what ulp_max was counted at and how.
+  std::string ulp_note() const;
 
   // Value of a metric by its docs/metrics.md name ("rel_l2", "cosine", ...); nullopt
   // when undefined. Throws InputError for an unknown name.
@@ -55,11 +64,22 @@ const std::vector<std::string>& breakdown_metric_names();
 // breakdown_metric_names().
 const std::vector<std::string>& gate_metric_names();
 
-// a and b must have the same shape (InputError otherwise). `storage` is the
-// type ulp_max counts in (normally a.dtype).
+// The type ulp distances between values stored as `a` and `b` are counted at:
+// the one of fewer significand bits (bf16 < f16 < f32 < f64); an integer type
+// (codes: one unit is 1) when either is one.
+DType ulp_storage(DType a, DType b);
+
+// a and b must have the same shape (InputError otherwise). ulp_max and
+// identical_fraction count at ulp_storage(a.dtype, b.dtype).
 MetricSet compute_metrics(const Tensor& a, const Tensor& b);
-// Same, with ulp_max counted at `storage` instead of a.dtype.
+// Same, with ulp_max counted at `storage` (the storage fields are left as f64).
 MetricSet compute_metrics(const Tensor& a, const Tensor& b, DType storage);
+
+// Hidden figures of metric_map (not gate metrics): the storage types of the
+// two sides as DType codes, so that judge() can refuse a bit-exact rule
+// between different types (gates/storage_check.hpp).
+inline constexpr const char* kStorageFigure = "storage_candidate";
+inline constexpr const char* kStorageRefFigure = "storage_reference";
 
 // Every metric by name, for the verdict: the docs/metrics.md names (undefined ones
 // present as nullopt) plus "nonfinite_ref" and "zero_fraction_ref".

@@ -36,7 +36,22 @@ inline const std::string& shown_value(const CandidateVerdict& c, size_t i) {
   return i < c.shown.size() ? c.shown[i] : none;
 }
 
+// The terminal report fits `width` columns: one row per candidate while that
+// table fits, else each candidate in a block of its own (a gate of many rules);
+// long lines are wrapped, repro lines with a shell continuation. Without a
+// width: terminal_width().
 std::string render_terminal(const GateRun& run);
+std::string render_terminal(const GateRun& run, int width);
+// COLUMNS when it holds a positive number, else the width of the terminal on
+// stdout, else kDefaultTerminalWidth (a pipe, a file, a CI log); never less
+// than kMinTerminalWidth.
+// `text` broken at spaces into lines of at most `width` columns, continuation
+// lines indented by `indent` (the terminal report's wrapping, for the other
+// lines a command prints around it).
+std::string wrap_for_terminal(const std::string& text, int width, int indent = 4);
+inline constexpr int kDefaultTerminalWidth = 100;
+inline constexpr int kMinTerminalWidth = 40;
+int terminal_width();
 std::string render_json(const GateRun& run);
 std::string render_junit(const GateRun& run);
 std::string render_markdown(const GateRun& run);

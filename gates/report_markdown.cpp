@@ -58,7 +58,11 @@ std::string render_markdown(const GateRun& run) {
         out << " - |";
         continue;
       }
-      out << " " << (it->figure ? format_number(*it->figure) + " " : "") << mark(*it) << " |";
+      // A speed figure comes with its bootstrap interval, as in the other reports.
+      out << " " << (it->figure ? format_number(*it->figure) + " " : "")
+          << (it->interval ? "[" + format_number(it->interval->lower) + ", " + format_number(it->interval->upper) + "] "
+                           : "")
+          << mark(*it) << " |";
     }
     // Which clock decided the speed, on every row (ACCEPTs included).
     out << " **" << verdict_name(c.verdict) << "**" << (c.clock.empty() ? "" : " (clock " + c.clock + ")") << " |\n";

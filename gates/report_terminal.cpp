@@ -1,12 +1,15 @@
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <cmath>
+#include <cerrno>
+#include <cstdlib>
 #include <sstream>
 
 #include "gates/report.hpp"
 
 namespace ts {
 namespace {
-
 
 std::string header(const GateRule& r) {
   return r.id + ": " + r.metric + (r.is_speed() ? "" : " vs " + r.against) + " " + r.bound_text();
@@ -27,14 +30,107 @@ std::string cell(const RuleOutcome& o) {
 
 std::string pad(const std::string& s, size_t w) { return s + std::string(w > s.size() ? w - s.size() : 0, ' '); }
 
-}  // namespace
+// Writes `text` in lines of at most `width` characters, broken at spaces;
+// continuation lines start with `indent` spaces. A word longer than a whole
+// line is cut (only then can a line end inside a word). With `shell`, each
+// broken line ends in a backslash so that a repro line still pastes into a
+// shell as one command.
+void wrapped(std::ostream& out, const std::string& text, size_t width, size_t indent, bool shell = false) {
+  if (const size_t nl = text.find('\n'); nl != std::string::npos) {
+    wrapped(out, text.substr(0, nl), width, indent, shell);
+    wrapped(out, std::string(indent, ' ') + text.substr(nl + 1), width, indent, shell);
+    return;
+  }
+  const size_t lead = text.find_first_not_of(' ');
+  if (lead == std::string::npos) {
+    out << text << "\n";
+    return;
+  }
+  // Words; in a shell line a single-quoted argument is one word (a line
+  // continuation inside quotes would be taken literally).
+  std::vector<std::string> words{""};
+  bool quoted = false;
+  for (size_t i = lead; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (shell && ch == '\'') quoted = !quoted;
+    if (ch == ' ' && !quoted) {
+      if (!words.back().empty()) words.emplace_back();
+    } else {
+      words.back() += ch;
+    }
+  }
+  if (words.back().empty()) words.pop_back();
+  const std::string between = shell ? " \\" : "", inside = shell ? "\\" : "";
+  const size_t limit = std::max(width - between.size(), indent + 1);
+  std::string line(lead, ' ');
+  bool empty = true;  // no word on this line yet
+  for (std::string w : words) {
+    if (line.size() + (empty ? 0 : 1) + w.size() <= limit) {
+      line += (empty ? "" : " ") + w;
+      empty = false;
+      continue;
+    }
+    if (!empty) {
+      out << line << between << "\n";
+      line = std::string(indent, ' ');
+    }
+    // Cut pieces of a shell word continue at column 0 (an indent would split
+    // the word); a piece that ends inside single quotes closes them, and the
+    // next reopens them ('abc'\ + 'def' is the word abcdef again).
+    while (line.size() + w.size() > limit) {
+      size_t take = limit > line.size() + 2 ? limit - line.size() - 2 : 1;
+      if (shell) {
+        while (take > 1 && w[take - 1] == '\\') --take;  // never part an escape from its character
+        bool q = false;
+        for (size_t i = 0; i < take; ++i)
+          if (w[i] == '\'' && (q || i == 0 || w[i - 1] != '\\')) q = !q;
+        out << line << w.substr(0, take) << (q ? "'" : "") << inside << "\n";
+        w = (q ? "'" : "") + w.substr(take);
+        line.clear();
+      } else {
+        out << line << w.substr(0, take) << "\n";
+        w.erase(0, take);
+        line = std::string(indent, ' ');
+      }
+    }
+    line += w;
+    empty = false;
+  }
+  out << line << "\n";
+}
 
-std::string render_terminal(const GateRun& run) {
-  std::ostringstream out;
-  out << "gate " << run.gate.name << " (" << run.gate.source << "), baseline " << run.baseline
-      << ", tensor " << run.gate.tensor << "\n";
-  out << "input: " << run.input << " (" << run.mode << ")\n\n";
+bool shown_detail(const RuleOutcome& o) {
+  return o.status == RuleStatus::fail || o.status == RuleStatus::inconclusive ||
+         (o.status == RuleStatus::missing && !o.optional);
+}
 
+// A candidate's explanation: failing, open and missing rules with their
+// figures and bounds, notes, other timing levels, the repro line.
+void details(std::ostream& out, const GateRun& run, const CandidateVerdict& c, size_t width) {
+  for (const auto& o : c.outcomes)
+    if (shown_detail(o))
+      wrapped(out, "  " + o.id + " [" + rule_status_name(o.status) + "]: " + o.message, width, 6);
+  for (const auto& n : c.notes) wrapped(out, "  note: " + n, width, 6);
+  const auto& speed = c.details.contains("speed") ? c.details["speed"] : nlohmann::json();
+  if (speed.is_object() && speed.contains("other_levels") && !speed["other_levels"].empty()) {
+    std::string line;
+    for (const auto& l : speed["other_levels"]) {
+      const std::string q = l["quantity"].get<std::string>(), lv = l["level"].get<std::string>();
+      const bool headline = lv == "sampling" || q.find("total") != std::string::npos ||
+                            q == "module_forward" || q == run.gate.tensor;
+      if (!headline) continue;
+      const std::string unit = l["unit"].get<std::string>();
+      line += (line.empty() ? "" : ", ") + lv + " " + q + " " + format_number(l["candidate"].get<double>()) +
+              " vs " + format_number(l["baseline"].get<double>()) + " " + unit + " (" +
+              format_number(l["speedup"].get<double>()) + "x)";
+    }
+    if (!line.empty()) wrapped(out, "  other levels: " + line, width, 6);
+  }
+  if (!c.repro.empty()) wrapped(out, "  repro: " + c.repro, width, 6, true);
+}
+
+// One row per candidate, one column per rule; "" when it is wider than `width`.
+std::string table(const GateRun& run, size_t width) {
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> head{"candidate"};
   head.insert(head.end(), run.columns.begin(), run.columns.end());
@@ -52,50 +148,111 @@ std::string render_terminal(const GateRun& run) {
     row.push_back(verdict_name(c.verdict));
     rows.push_back(row);
   }
-  std::vector<size_t> width(head.size(), 0);
+  std::vector<size_t> w(head.size(), 0);
   for (const auto& row : rows)
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+    for (size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], row[i].size());
+  size_t total = 3 * (w.size() - 1);
+  for (size_t x : w) total += x;
+  if (total > width) return "";
+  std::ostringstream out;
   for (size_t k = 0; k < rows.size(); ++k) {
     for (size_t i = 0; i < rows[k].size(); ++i)
-      out << (i ? " | " : "") << (i + 1 < rows[k].size() ? pad(rows[k][i], width[i]) : rows[k][i]);
+      out << (i ? " | " : "") << (i + 1 < rows[k].size() ? pad(rows[k][i], w[i]) : rows[k][i]);
     out << "\n";
     if (k == 0) {
-      for (size_t i = 0; i < width.size(); ++i) out << (i ? "-|-" : "") << std::string(width[i], '-');
+      for (size_t i = 0; i < w.size(); ++i) out << (i ? "-|-" : "") << std::string(w[i], '-');
       out << "\n";
     }
   }
+  return out.str();
+}
+
+// Each candidate in a block of its own: its verdict and name, then one line
+// per shown column and per rule (label, then figure and outcome), then its
+// explanation. Labels are aligned across blocks; a line that would not fit
+// puts the value under its label.
+std::string blocks(const GateRun& run, size_t width) {
+  std::vector<std::string> labels(run.columns.begin(), run.columns.end());
+  for (const auto& r : run.gate.rules) labels.push_back(header(r));
+  size_t lw = 0;
+  for (const auto& l : labels) lw = std::max(lw, l.size());
+  std::ostringstream out;
+  for (size_t k = 0; k < run.candidates.size(); ++k) {
+    const auto& c = run.candidates[k];
+    if (k) out << "\n";
+    wrapped(out, std::string(verdict_name(c.verdict)) + " " + c.candidate, width, 4);
+    std::vector<std::string> values;
+    for (size_t i = 0; i < run.columns.size(); ++i) values.push_back(shown_value(c, i));
+    const RuleOutcomes by_id(c);
+    for (const auto& r : run.gate.rules) {
+      const RuleOutcome* o = by_id.find(r.id);
+      values.push_back(o ? cell(*o) : "-");
+    }
+    for (size_t i = 0; i < labels.size(); ++i) {
+      if (2 + lw + 2 + values[i].size() <= width) {
+        out << "  " << pad(labels[i], lw) << "  " << values[i] << "\n";
+      } else {
+        wrapped(out, "  " + labels[i], width, 6);
+        wrapped(out, "      " + values[i], width, 6);
+      }
+    }
+    details(out, run, c, width);
+  }
+  return out.str();
+}
+
+}  // namespace
+
+int terminal_width() {
+  // COLUMNS first, as the shell's tools read it (a script may set it for a
+  // log); then the terminal stdout is; else a width that reads in a CI log.
+  if (const char* env = std::getenv("COLUMNS"); env && *env) {
+    errno = 0;
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    if (errno == 0 && end && *end == '\0' && v > 0) return static_cast<int>(std::clamp<long>(v, kMinTerminalWidth, 10000));
+  }
+  if (::isatty(STDOUT_FILENO)) {
+    winsize ws{};
+    if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+      return std::max<int>(ws.ws_col, kMinTerminalWidth);
+  }
+  return kDefaultTerminalWidth;
+}
+
+std::string wrap_for_terminal(const std::string& text, int width, int indent) {
+  std::ostringstream out;
+  wrapped(out, text, static_cast<size_t>(std::max(width, kMinTerminalWidth)), static_cast<size_t>(std::max(indent, 0)));
+  return out.str();
+}
+
+std::string render_terminal(const GateRun& run) { return render_terminal(run, terminal_width()); }
+
+std::string render_terminal(const GateRun& run, int width_in) {
+  const size_t width = static_cast<size_t>(std::max(width_in, kMinTerminalWidth));
+  std::ostringstream out;
+  wrapped(out, "gate " + run.gate.name + " (" + run.gate.source + "), baseline " + run.baseline + ", tensor " +
+                   run.gate.tensor, width, 4);
+  wrapped(out, "input: " + run.input + " (" + run.mode + ")", width, 4);
+  out << "\n";
 
   int acc = 0, rej = 0, inc = 0;
-  for (const auto& c : run.candidates) {
-    (c.verdict == Verdict::accept ? acc : c.verdict == Verdict::reject ? rej : inc)++;
-    const bool show = c.verdict != Verdict::accept || !c.notes.empty();
-    if (!show) continue;
-    out << "\n" << verdict_name(c.verdict) << " " << c.candidate << "\n";
-    for (const auto& o : c.outcomes) {
-      const bool bad = o.status == RuleStatus::fail || o.status == RuleStatus::inconclusive ||
-                       (o.status == RuleStatus::missing && !o.optional);
-      if (!bad) continue;
-      out << "  " << o.id << " [" << rule_status_name(o.status) << "]: " << o.message << "\n";
+  for (const auto& c : run.candidates) (c.verdict == Verdict::accept ? acc : c.verdict == Verdict::reject ? rej : inc)++;
+  if (const std::string t = table(run, width); !t.empty()) {
+    out << t;
+    for (const auto& c : run.candidates) {
+      if (c.verdict == Verdict::accept && c.notes.empty()) continue;
+      out << "\n";
+      wrapped(out, std::string(verdict_name(c.verdict)) + " " + c.candidate, width, 4);
+      details(out, run, c, width);
     }
-    for (const auto& n : c.notes) out << "  note: " << n << "\n";
-    const auto& speed = c.details.contains("speed") ? c.details["speed"] : nlohmann::json();
-    if (speed.is_object() && speed.contains("other_levels") && !speed["other_levels"].empty()) {
-      std::string line;
-      for (const auto& l : speed["other_levels"]) {
-        const std::string q = l["quantity"].get<std::string>(), lv = l["level"].get<std::string>();
-        const bool headline = lv == "sampling" || q.find("total") != std::string::npos ||
-                              q == "module_forward" || q == run.gate.tensor;
-        if (!headline) continue;
-        const std::string unit = l["unit"].get<std::string>();
-        line += (line.empty() ? "" : ", ") + lv + " " + q + " " + format_number(l["candidate"].get<double>()) +
-                " vs " + format_number(l["baseline"].get<double>()) + " " + unit + " (" + format_number(l["speedup"].get<double>()) + "x)";
-      }
-      if (!line.empty()) out << "  other levels: " << line << "\n";
-    }
-    if (!c.repro.empty()) out << "  repro: " << c.repro << "\n";
+  } else {
+    out << blocks(run, width);
   }
-  out << "\nsummary: " << acc << " accepted, " << rej << " rejected, " << inc << " inconclusive; exit code "
-      << run.exit_code() << "\n";
+  out << "\n";
+  wrapped(out, "summary: " + std::to_string(acc) + " accepted, " + std::to_string(rej) + " rejected, " +
+                   std::to_string(inc) + " inconclusive; exit code " + std::to_string(run.exit_code()),
+          width, 4);
   return out.str();
 }
 

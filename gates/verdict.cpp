@@ -6,6 +6,7 @@
 
 #include "core/block_stage_table.hpp"
 #include "core/error.hpp"
+#include "gates/storage_check.hpp"
 
 namespace ts {
 namespace {
@@ -290,6 +291,7 @@ const char* rule_status_name(RuleStatus s) {
 }
 
 CandidateVerdict judge(const GateFile& gate, const Evidence& ev, const std::string& repro) {
+  check_bit_exact_storage(gate, ev);
   CandidateVerdict v;
   v.candidate = ev.candidate;
   v.notes = ev.notes;

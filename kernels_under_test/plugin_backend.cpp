@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/printable.hpp"
 #include "fixtures/attention_inputs.hpp"
 #include "fixtures/fixture.hpp"
 #include "kernels_under_test/plugin_library.hpp"
@@ -195,7 +196,18 @@ PluginSpec parse_plugin_spec(const std::string& spec) {
 }
 
 std::unique_ptr<AttentionBackend> make_plugin_backend(const std::string& spec, const BackendContext& ctx) {
-  auto b = std::make_unique<PluginBackend>(spec, parse_plugin_spec(spec));
+  PluginSpec ps = parse_plugin_spec(spec);
+  // A path that names no file is a typo in the command, not a kernel that
+  // failed: bad input before anything runs. A file that exists but does not
+  // load, crashes or returns NaN is that candidate's failure (below).
+  std::error_code ec;
+  const auto st = std::filesystem::status(ps.path, ec);
+  if (!std::filesystem::exists(st))
+    throw InputError("backend '" + printable(spec) + "': no plugin file " + printable(ps.path) +
+                     (ec && ec != std::errc::no_such_file_or_directory ? " (" + ec.message() + ")" : ""));
+  if (std::filesystem::is_directory(st))
+    throw InputError("backend '" + printable(spec) + "': " + printable(ps.path) + " is a folder, not a plugin file");
+  auto b = std::make_unique<PluginBackend>(spec, std::move(ps));
   if (!ctx.fixture_path.empty()) {
     const ProbeOutcome pr = run_plugin_probe(ctx.probe_exe, spec, ctx.fixture_path, ctx.probe_timeout_s);
     if (!pr.ok) {

@@ -20,12 +20,13 @@ struct PluginSpec {
 };
 
 // "plugin:PATH[,key=value...]"; InputError for a malformed spec (no file
-// check: a missing file is the candidate's failure, see make_plugin_backend).
+// check here; make_plugin_backend refuses a path that names no file).
 PluginSpec parse_plugin_spec(const std::string& spec);
 
-// Never throws for a plugin that fails to load or to run: the backend then
-// fails every run() with the reason (a PluginError), so the gate rejects that
-// candidate and judges the others. With ctx.fixture_path set, the plugin is
+// InputError (bad input, before anything runs) for a malformed spec or a
+// path that names no file. Never throws for a plugin that exists but fails
+// to load or to run: the backend then fails every run() with the reason (a
+// PluginError), so the gate rejects that candidate and judges the others. With ctx.fixture_path set, the plugin is
 // first probed in a child process (ctx.probe_exe __plugin-probe).
 std::unique_ptr<AttentionBackend> make_plugin_backend(const std::string& spec, const BackendContext& ctx);
 

@@ -1,7 +1,10 @@
 #include "kernels_under_test/stored_output.hpp"
 
 #include "core/error.hpp"
+#include "core/printable.hpp"
+#include "core/suggest.hpp"
 #include "fixtures/fixture.hpp"
+#include "fixtures/output_check.hpp"
 
 namespace ts {
 namespace {
@@ -85,6 +88,16 @@ std::unique_ptr<AttentionBackend> make_stored_backend(const std::string& name,
   if (name.empty()) throw InputError("backend 'stored:': missing output name (stored:NAME)");
   if (fixture_path.empty())
     throw InputError("backend 'stored:" + name + "' needs a fixture to read from");
+  // Both are mistakes in the command or the file, not a kernel's failure:
+  // bad input before anything runs, naming what the fixture does hold.
+  const std::string dataset = name == "observed" ? "/attention/observed" : "/outputs/" + name + "/attention";
+  if (!has_dataset(fixture_path, dataset)) {
+    const std::vector<std::string> names = stored_attention_names(fixture_path);
+    throw InputError(printable(fixture_path) + ": no stored output '" + printable(name) + "' (stored:" +
+                     printable(name) + " reads " + printable(dataset) + "; " + did_you_mean(name, names) +
+                     "stored outputs: " + (names.empty() ? std::string("none") : join_names(names)) + ")");
+  }
+  check_stored_attention(fixture_path, dataset);
   return std::make_unique<StoredBackend>(name, fixture_path);
 }
 

@@ -6,6 +6,8 @@
 #include <cstdlib>
 
 #include "core/error.hpp"
+#include "core/printable.hpp"
+#include "core/suggest.hpp"
 
 namespace ts {
 
@@ -91,11 +93,18 @@ bool BackendParams::get_bool(const std::string& key, bool fallback) {
 }
 
 void BackendParams::finish() const {
-  std::string unknown;
+  // Every factory asks for each key it knows before finish(), so the keys
+  // asked for are the known ones.
+  std::vector<std::string> unknown;
   for (const auto& [k, v] : values_)
-    if (!used_.count(k)) unknown += (unknown.empty() ? "" : ", ") + k;
-  if (!unknown.empty())
-    throw InputError("backend '" + spec_ + "': unknown parameter(s) " + unknown);
+    if (!used_.count(k)) unknown.push_back(k);
+  if (unknown.empty()) return;
+  const std::vector<std::string> known(used_.begin(), used_.end());
+  std::string hint;
+  for (const auto& u : unknown) hint += did_you_mean(u, known);
+  throw InputError("backend '" + printable(spec_) + "': unknown parameter" + (unknown.size() > 1 ? "s " : " ") +
+                   printable(join_names(unknown)) + " (" + hint + "known for " + printable(kind_) + ": " +
+                   (known.empty() ? std::string("none") : join_names(known)) + ")");
 }
 
 std::string backend_param_text(double v) {

@@ -124,3 +124,21 @@ TEST_CASE("a growth rule parses, round-trips and refuses what it cannot mean") {
   // The shipped stage gates are built in.
   CHECK(ts::load_gate("stages-default").rules[1].growth->from_table);
 }
+
+TEST_CASE("a gate argument is a file only when it names a path; an unknown name lists the built-ins") {
+  CHECK(ts::names_gate_file("./sage_compat"));
+  CHECK(ts::names_gate_file("gates/x.json"));
+  CHECK(ts::names_gate_file("x.json"));
+  CHECK_FALSE(ts::names_gate_file("sage_compat"));
+  CHECK_FALSE(ts::names_gate_file("my_gate"));
+  CHECK(ts::load_gate("sage_compat").source == "builtin:sage_compat");
+  try {
+    ts::load_gate("sage_compt");
+    FAIL("no error");
+  } catch (const ts::InputError& e) {
+    const std::string m = e.what();
+    CHECK(m.find("unknown gate 'sage_compt' (did you mean 'sage_compat'? built-ins: sparse_acceptance, sage_compat") == 0);
+    CHECK(m.find('\n') == std::string::npos);
+  }
+  CHECK_THROWS_WITH(ts::load_gate("/nonexistent/g.json"), Catch::Contains("/nonexistent/g.json"));
+}

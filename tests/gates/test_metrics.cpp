@@ -211,3 +211,39 @@ TEST_CASE("breakdown figures: the worst head, query block and frame, and the wor
   for (const auto& n : breakdown_metric_names())
     CHECK(std::find(gate_metric_names().begin(), gate_metric_names().end(), n) != gate_metric_names().end());
 }
+
+TEST_CASE("ulp between storage types: both rounded to the narrower, and said so") {
+  // A float64 output and its bf16 rounding: at float64 their bits are some
+  // 2^44 ulps apart, a figure of nothing; rounded to bf16 they are equal.
+  const double x = 1.0 + 1.0 / 3.0;
+  const double xb = 1.3359375;  // x rounded to bf16 (nearest, 8 significant bits)
+  auto f64 = vec({x, 2.0, -0.5}), bf = vec({xb, 2.0, -0.5}, DType::bf16);
+  const MetricSet m = compute_metrics(f64, bf);
+  CHECK(m.ulp_max == 0.0);
+  CHECK(m.identical_fraction == 1.0);
+  CHECK(m.ulp_at == DType::bf16);
+  CHECK(m.storage == DType::f64);
+  CHECK(m.storage_ref == DType::bf16);
+  CHECK(m.ulp_note() == "ulp_max and identical_fraction counted at bfloat16 after rounding both sides (the "
+                        "candidate float64, the reference bfloat16) to it");
+  CHECK(m.to_json()["ulp_note"] == m.ulp_note());
+  CHECK(m.to_json()["ulp_storage"] == "bfloat16");
+  // One bf16 step off after rounding is one ulp, not 2^45.
+  auto off = vec({x + 1.0 / 128, 2.0, -0.5});
+  CHECK(compute_metrics(off, bf).ulp_max == 1.0);
+  // Either order, and the breakdown: the same type.
+  CHECK(compute_metrics(bf, f64).ulp_at == DType::bf16);
+  CHECK(ulp_storage(DType::f32, DType::f16) == DType::f16);
+  CHECK(ulp_storage(DType::f64, DType::f32) == DType::f32);
+  // One type on both sides: no note, counted at that type.
+  CHECK(compute_metrics(f64, f64).ulp_note().empty());
+  CHECK_FALSE(compute_metrics(f64, f64).to_json().contains("ulp_note"));
+  // bf16 rounding is to nearest even, not truncation.
+  CHECK(ulp_distance(1.0 + 3.0 / 512, 1.0078125, DType::bf16) == 0.0);  // rounds up to 1 + 2^-7
+  CHECK(ulp_distance(1.0 + 1.0 / 256, 1.0, DType::bf16) == 0.0);        // a tie: to even (1.0)
+  // The storage types reach judge() as hidden figures (not gate metrics).
+  const auto figs = metric_map(m);
+  CHECK(figs.at(kStorageFigure) == static_cast<double>(static_cast<int>(DType::f64)));
+  CHECK(figs.at(kStorageRefFigure) == static_cast<double>(static_cast<int>(DType::bf16)));
+  CHECK_THROWS_AS(m.get(kStorageFigure), InputError);
+}

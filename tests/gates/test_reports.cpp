@@ -2,6 +2,9 @@
 // per failed rule), Markdown, and atomic writes.
 #include <cstdio>
 #include <cstdlib>
+#include <unistd.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -100,7 +103,7 @@ TEST_CASE("leading columns: every table shows them before the rules, in the run'
   run.columns = {"tau", "density|x"};
   run.candidates[0].shown = {"1.3", "0.098"};
   run.candidates[1].shown = {"7<8"};  // one short: the rest shows "-"
-  const std::string t = render_terminal(run), m = render_markdown(run), h = render_html(run);
+  const std::string t = render_terminal(run, 1000), m = render_markdown(run), h = render_html(run);
   CHECK(t.find("candidate") < t.find("tau"));
   CHECK(t.find("tau") < t.find("density|x"));
   CHECK(t.find("density|x") < t.find("sage_like:"));
@@ -133,4 +136,135 @@ TEST_CASE("HTML: several runs on one page, each with its own anchors, under one 
     }
   // One run alone keeps its page as before.
   CHECK(render_html(a).find("id=\"candidate-0\"") != std::string::npos);
+}
+
+namespace {
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> v;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) v.push_back(l);
+  return v;
+}
+// The words /bin/sh reads in `cmd`, one a line.
+std::string shell_words(const std::string& cmd) {
+  const std::string dir = tmpdir();
+  {
+    std::ofstream f(dir + "/words.sh");
+    f << "printf '%s\\n' " << cmd << "\n";
+  }
+  std::system(("/bin/sh " + dir + "/words.sh > " + dir + "/words.txt").c_str());
+  std::ifstream in(dir + "/words.txt");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+size_t widest(const std::string& s) {
+  size_t w = 0;
+  for (const auto& l : lines_of(s)) w = std::max(w, l.size());
+  return w;
+}
+}  // namespace
+
+TEST_CASE("terminal: a gate of many rules puts each candidate in a block that fits the width") {
+  GateRun run = test::judge_report(test::seed_json(), "sage_compat");
+  REQUIRE(run.gate.rules.size() == 8);
+  // A repro line longer than any terminal, with a quoted path holding spaces.
+  run.candidates[0].repro = "touchstone gate --gate sage_compat --fixture '/a folder/" + std::string(60, 'x') +
+                            "/f.h5' --baseline sage2 --candidate sol:tau=1.3,precision=int8_qk";
+  // The table would be over 400 columns wide; the blocks fit.
+  CHECK(widest(render_terminal(run, 1000)) > 400);
+  for (int width : {100, 80, 60}) {
+    INFO("width " << width);
+    const std::string t = render_terminal(run, width);
+    CHECK(widest(t) <= static_cast<size_t>(width));
+    CHECK(t.find(" | ") == std::string::npos);  // no table
+    for (const auto& c : run.candidates)
+      CHECK(t.find(std::string(verdict_name(c.verdict)) + " " + c.candidate + "\n") != std::string::npos);
+    CHECK(test::occurrences(t, "  not_slower: speedup >= 0.95") == static_cast<int>(run.candidates.size()));
+    CHECK(t.find("summary: ") != std::string::npos);
+    // The repro line, as a shell reads it with its continuations, is the
+    // same command (the same words).
+    const auto ls = lines_of(t);
+    std::string wrapped_cmd;
+    for (size_t i = 0; i < ls.size(); ++i) {
+      if (ls[i].rfind("  repro: touchstone gate", 0) != 0) continue;
+      wrapped_cmd = ls[i].substr(9);
+      while (!wrapped_cmd.empty() && wrapped_cmd.back() == '\\' && i + 1 < ls.size())
+        wrapped_cmd += "\n" + ls[++i];
+      break;
+    }
+    REQUIRE(!wrapped_cmd.empty());
+    CHECK(wrapped_cmd.find('\n') != std::string::npos);
+    CHECK(shell_words(wrapped_cmd) == shell_words(run.candidates[0].repro));
+    CHECK(shell_words(run.candidates[0].repro).find("/a folder/") != std::string::npos);
+  }
+}
+
+TEST_CASE("terminal: other lines wrap the same way") {
+  const std::string line = "touchstone demo: synthetic 'ci' fixture (seed 7), S=832 tokens (768 video, 64 "
+                           "conditioning), H=4, D=128; synthesized in 0.2 s";
+  const std::string w = wrap_for_terminal(line, 60);
+  CHECK(widest(w) <= 60);
+  CHECK(lines_of(w).size() == 3);
+  CHECK(lines_of(w)[1].rfind("    ", 0) == 0);
+  CHECK(wrap_for_terminal("short", 60) == "short\n");
+}
+
+TEST_CASE("terminal: a table that fits stays a table") {
+  const GateRun run = test::judge_report(test::seed_json());
+  const std::string wide = render_terminal(run, 1000);
+  CHECK(wide.find("candidate") != std::string::npos);
+  CHECK(wide.find(" | verdict") != std::string::npos);
+  const std::string narrow = render_terminal(run, 60);
+  CHECK(widest(narrow) <= 60);
+  CHECK(narrow.find(" | verdict") == std::string::npos);
+}
+
+TEST_CASE("terminal width: COLUMNS, else the terminal, else 100") {
+  const char* old = std::getenv("COLUMNS");
+  const std::string saved = old ? old : "";
+  ::setenv("COLUMNS", "77", 1);
+  CHECK(terminal_width() == 77);
+  ::setenv("COLUMNS", "5", 1);
+  CHECK(terminal_width() == kMinTerminalWidth);
+  ::setenv("COLUMNS", "wide", 1);  // not a number: as if unset
+  if (!::isatty(STDOUT_FILENO)) CHECK(terminal_width() == 100);
+  ::unsetenv("COLUMNS");
+  if (!::isatty(STDOUT_FILENO)) CHECK(terminal_width() == 100);
+  if (old) ::setenv("COLUMNS", saved.c_str(), 1);
+}
+
+TEST_CASE("Markdown keeps the speed interval") {
+  GateRun run = test::judge_report(test::seed_json());
+  std::optional<double> figure;
+  for (auto& o : run.candidates[0].outcomes)
+    if (o.metric == "speedup" && o.figure) {
+      o.interval = Interval{};
+      o.interval->lower = 1.234;
+      o.interval->upper = 5.678;
+      figure = o.figure;
+    }
+  REQUIRE(figure);
+  CHECK(render_markdown(run).find(format_number(*figure) + " [1.234, 5.678] ") != std::string::npos);
+}
+
+TEST_CASE("JUnit classnames and names carry no dots but the one between gate and candidate") {
+  GateRun run = test::judge_report(test::seed_json());
+  run.gate.name = "my.gate";
+  run.candidates[0].candidate = "sol:tau=1.3,precision=int8_qk";
+  run.candidates[1].candidate = "plugin:/opt/k.v2/libk.so";
+  const std::string x = render_junit(run);
+  CHECK(x.find("classname=\"my_gate.sol:tau=1_3,precision=int8_qk\"") != std::string::npos);
+  CHECK(x.find("classname=\"my_gate.plugin:/opt/k_v2/libk_so\"") != std::string::npos);
+  for (size_t p = x.find("classname=\""); p != std::string::npos; p = x.find("classname=\"", p + 1)) {
+    const size_t b = p + 11, e = x.find('"', b);
+    CHECK(std::count(x.begin() + b, x.begin() + e, '.') == 1);
+  }
+  for (size_t p = x.find(" name=\""); p != std::string::npos; p = x.find(" name=\"", p + 1)) {
+    if (x.compare(p - 9, 9, "testsuite") == 0 || x.compare(p - 10, 10, "testsuites") == 0) continue;
+    const size_t b = p + 7, e = x.find('"', b);
+    CHECK(std::count(x.begin() + b, x.begin() + e, '.') == 0);
+  }
+  // The spec as given is in the failure text.
+  CHECK(x.find("candidate: sol:tau=1.3,precision=int8_qk") != std::string::npos);
 }

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "catch.hpp"
+#include "core/error.hpp"
 #include "gates/gate_file.hpp"
 #include "gates/metrics.hpp"
 #include "gates/verdict.hpp"
@@ -201,4 +202,36 @@ TEST_CASE("run exit code: 0 only when every candidate is accepted") {
   run.candidates = {a, b};
   CHECK(run.exit_code() == 1);
   CHECK(run.to_json()["summary"]["inconclusive"] == 1);
+}
+
+TEST_CASE("bit_exact between storage types is an error that says so; a tolerance is judged") {
+  const ts::GateFile bit = ts::load_gate("bit_exact");
+  auto evidence = [](ts::DType a, ts::DType b) {
+    ts::Tensor x({3}, a), y({3}, b);
+    x.data = {1.0, 2.0, 3.0};
+    y.data = {1.0, 2.0, 3.0};
+    ts::Evidence ev;
+    ev.candidate = "k";
+    ev.vs_baseline["attention"] = ts::metric_map(ts::compute_metrics(x, y));
+    ev.vs_exact["attention"] = ev.vs_baseline["attention"];
+    return ev;
+  };
+  try {
+    ts::judge(bit, evidence(ts::DType::f64, ts::DType::bf16), "");
+    FAIL("no error");
+  } catch (const ts::InputError& e) {
+    const std::string m = e.what();
+    CHECK(m.find("rule 'bit_exact' (ulp_max vs baseline <= 0) claims bit-exactness") != std::string::npos);
+    CHECK(m.find("'k' is stored as float64 and the baseline as bfloat16") != std::string::npos);
+  }
+  CHECK(ts::judge(bit, evidence(ts::DType::bf16, ts::DType::bf16), "").verdict == ts::Verdict::accept);
+  // A bound of some ulps is judged on the rounded figure, as stated.
+  const ts::GateFile within = ts::parse_gate(R"({"schema": "touchstone.gate/1", "name": "w", "rules": [
+      {"id": "close", "metric": "ulp_max", "max": 2}]})", "w.json");
+  CHECK(ts::judge(within, evidence(ts::DType::f64, ts::DType::bf16), "").verdict == ts::Verdict::accept);
+  // Figures without types (a measurements file) are judged as they are.
+  ts::Evidence measured;
+  measured.candidate = "m";
+  measured.vs_baseline["attention"] = {{"ulp_max", 0.0}, {"nonfinite", 0.0}};
+  CHECK_NOTHROW(ts::judge(bit, measured, ""));
 }

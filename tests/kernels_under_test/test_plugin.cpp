@@ -103,6 +103,11 @@ TEST_CASE("plugin: the example host kernel equals the exact reference") {
 }
 
 TEST_CASE("plugin: a malformed spec is bad input") {
+  // A path that names no file (a typo) is bad input naming the path, not a
+  // rejected kernel; so is a folder.
+  CHECK_THROWS_WITH(ts::make_attention_backend("plugin:/nonexistent/libnothing.so", {}),
+                    Catch::Contains("no plugin file /nonexistent/libnothing.so"));
+  CHECK_THROWS_WITH(ts::make_attention_backend("plugin:/tmp", {}), Catch::Contains("/tmp is a folder"));
   CHECK_THROWS_AS(ts::make_attention_backend("plugin", {}), ts::InputError);
   CHECK_THROWS_AS(ts::make_attention_backend("plugin:", {}), ts::InputError);
   CHECK_THROWS_AS(ts::make_attention_backend("plugin:x.so,block", {}), ts::InputError);
@@ -110,7 +115,9 @@ TEST_CASE("plugin: a malformed spec is bad input") {
 }
 
 TEST_CASE("plugin: a plugin that fails to load fails as a candidate, with its reason") {
-  CHECK_THAT(failure("plugin:/nonexistent/libnothing.so"), Catch::Contains("cannot load plugin /nonexistent/libnothing.so"));
+  // A file that is not a shared library loads no better than a bad one.
+  const std::string not_a_library = std::string(TOUCHSTONE_SOURCE_DIR) + "/README.md";
+  CHECK_THAT(failure("plugin:" + not_a_library), Catch::Contains("cannot load plugin " + not_a_library));
   CHECK_THAT(failure("plugin:" + lib("tsk_bad_missing_symbol")), Catch::Contains("has no symbol tsk_run"));
   CHECK_THAT(failure("plugin:" + lib("tsk_bad_wrong_version")),
              Catch::Contains("built for ABI version 999; this touchstone loads version 1"));

@@ -39,9 +39,27 @@ TEST_CASE("backend spec errors name the key") {
     auto p = ts::BackendParams::parse("sol:tua=1");
     p.get_double("tau", 0);
     p.finish();
-  }, "unknown parameter(s) tua");
+  }, "unknown parameter tua");
   expect([] {
     auto p = ts::BackendParams::parse("sage2:smooth_k=maybe");
     p.get_bool("smooth_k", true);
   }, "smooth_k=maybe");
+}
+
+TEST_CASE("an unknown key lists the backend's known keys and the nearest one") {
+  auto p = ts::BackendParams::parse("sol:tua=1.3,precison=bf16");
+  p.get_double("tau", 0);
+  p.get_string("precision", "bf16");
+  p.get_int("block_k", 64);
+  try {
+    p.finish();
+    FAIL("no error");
+  } catch (const ts::InputError& e) {
+    const std::string m = e.what();
+    CHECK(m.find("unknown parameters precison, tua") != std::string::npos);
+    CHECK(m.find("did you mean 'precision'?") != std::string::npos);
+    CHECK(m.find("did you mean 'tau'?") != std::string::npos);
+    CHECK(m.find("known for sol: block_k, precision, tau)") != std::string::npos);
+    CHECK(m.find('\n') == std::string::npos);
+  }
 }
