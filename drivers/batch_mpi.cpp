@@ -146,7 +146,7 @@ MpiOutcome run_mpi(const BatchPlan& plan, const MpiRunOptions& o) {
 
   // This rank's share, in process (a crash here is the rank's death).
   const nlohmann::json exec = {{"mode", "mpi"}, {"rank", out.rank}, {"size", out.size}};
-  std::map<std::string, CaseResult> mine;
+  std::map<std::string, BatchRecord> mine;
   int done_units = 0;
   const auto t0 = SteadyClock::now();
   for (size_t u = 0; u < units.size(); ++u) {
@@ -194,7 +194,7 @@ MpiOutcome run_mpi(const BatchPlan& plan, const MpiRunOptions& o) {
 
   // Rank 0: gather every peer's records, or give it up after rank_timeout_s
   // without a heartbeat.
-  std::map<std::string, CaseResult> all = mine;
+  std::map<std::string, BatchRecord> all = mine;
   std::map<std::string, std::string> missing;
   std::vector<bool> done(static_cast<size_t>(out.size), false);
   std::vector<SteadyClock::time_point> last(static_cast<size_t>(out.size), SteadyClock::now());
@@ -212,7 +212,7 @@ MpiOutcome run_mpi(const BatchPlan& plan, const MpiRunOptions& o) {
         std::string text(static_cast<size_t>(n), '\0');
         if (MPI_Recv(text.data(), n, MPI_CHAR, r, kTagResults, MPI_COMM_WORLD, MPI_STATUS_IGNORE) == MPI_SUCCESS) {
           for (const auto& j : nlohmann::json::parse(text)) {
-            CaseResult c = CaseResult::from_json(j, "rank " + std::to_string(r));
+            BatchRecord c = BatchRecord::from_json(j, "rank " + std::to_string(r));
             if (c.digest == plan.digest) all[c.id] = c;
           }
           done[static_cast<size_t>(r)] = true;

@@ -135,7 +135,7 @@ std::string host_name() {
   return b;
 }
 
-nlohmann::json CaseResult::to_json() const {
+nlohmann::json BatchRecord::to_json() const {
   nlohmann::json j{{"schema", kBatchResultSchema}, {"id", id}, {"key", key}, {"digest", digest}};
   if (run) j["run"] = run_record(*run);
   else j["not_judged"] = reason;
@@ -143,11 +143,11 @@ nlohmann::json CaseResult::to_json() const {
   return j;
 }
 
-CaseResult CaseResult::from_json(const nlohmann::json& j, const std::string& where) {
+BatchRecord BatchRecord::from_json(const nlohmann::json& j, const std::string& where) {
   try {
     if (j.at("schema") != kBatchResultSchema)
       throw InputError("schema is not " + std::string(kBatchResultSchema));
-    CaseResult r;
+    BatchRecord r;
     r.id = j.at("id").get<std::string>();
     r.key = j.at("key").get<std::string>();
     r.digest = j.at("digest").get<std::string>();
@@ -162,8 +162,8 @@ CaseResult CaseResult::from_json(const nlohmann::json& j, const std::string& whe
   }
 }
 
-std::vector<CaseResult> judge_unit(const BatchPlan& plan, const WorkUnit& unit, const nlohmann::json& execution) {
-  std::vector<CaseResult> out;
+std::vector<BatchRecord> judge_unit(const BatchPlan& plan, const WorkUnit& unit, const nlohmann::json& execution) {
+  std::vector<BatchRecord> out;
   if (unit.cases.empty()) return out;
   const BatchCase& first = plan.cases[unit.cases.front()];
   std::vector<std::string> candidates;
@@ -190,7 +190,7 @@ std::vector<CaseResult> judge_unit(const BatchPlan& plan, const WorkUnit& unit, 
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (size_t k = 0; k < unit.cases.size(); ++k) {
     const BatchCase& c = plan.cases[unit.cases[k]];
-    CaseResult r;
+    BatchRecord r;
     r.id = c.id;
     r.key = c.key;
     r.digest = plan.digest;
@@ -211,11 +211,11 @@ std::vector<CaseResult> judge_unit(const BatchPlan& plan, const WorkUnit& unit, 
   return out;
 }
 
-void write_result(const std::string& dir, const CaseResult& r) {
+void write_result(const std::string& dir, const BatchRecord& r) {
   write_file_atomic((fs::path(dir) / (r.id + ".json")).string(), r.to_json().dump(1) + "\n");
 }
 
-std::optional<CaseResult> read_result(const std::string& dir, const BatchPlan& plan, const BatchCase& c) {
+std::optional<BatchRecord> read_result(const std::string& dir, const BatchPlan& plan, const BatchCase& c) {
   const fs::path p = fs::path(dir) / (c.id + ".json");
   std::error_code ec;
   if (!fs::is_regular_file(p, ec)) return std::nullopt;
@@ -225,13 +225,13 @@ std::optional<CaseResult> read_result(const std::string& dir, const BatchPlan& p
   } catch (const InputError&) {
     return std::nullopt;  // a record half-written by a process that died is no record
   }
-  CaseResult r = CaseResult::from_json(j, p.string());
+  BatchRecord r = BatchRecord::from_json(j, p.string());
   if (r.digest != plan.digest || r.key != c.key) return std::nullopt;
   return r;
 }
 
-std::map<std::string, CaseResult> read_results(const std::string& dir, const BatchPlan& plan) {
-  std::map<std::string, CaseResult> out;
+std::map<std::string, BatchRecord> read_results(const std::string& dir, const BatchPlan& plan) {
+  std::map<std::string, BatchRecord> out;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return out;
   std::map<std::string, const BatchCase*> by_id;
@@ -247,14 +247,14 @@ std::map<std::string, CaseResult> read_results(const std::string& dir, const Bat
     } catch (const InputError&) {
       continue;  // a record half-written by a process that died is no record
     }
-    CaseResult r = CaseResult::from_json(j, p.string());
+    BatchRecord r = BatchRecord::from_json(j, p.string());
     if (r.digest != plan.digest || r.key != it->second->key) continue;
     out.emplace(r.id, std::move(r));
   }
   return out;
 }
 
-BatchReport assemble_report(const BatchPlan& plan, const std::map<std::string, CaseResult>& results,
+BatchReport assemble_report(const BatchPlan& plan, const std::map<std::string, BatchRecord>& results,
                             const std::map<std::string, std::string>& missing_reasons, nlohmann::json execution) {
   BatchReport rep;
   rep.plan = plan;
@@ -446,7 +446,7 @@ ShardFile read_shard(const std::string& path) {
     s.host = j.value("host", "");
     s.assigned = j.at("assigned").get<std::vector<std::string>>();
     for (const auto& r : j.at("results")) {
-      CaseResult c = CaseResult::from_json(r, path);
+      BatchRecord c = BatchRecord::from_json(r, path);
       s.results.emplace(c.id, std::move(c));
     }
   } catch (const InputError& e) {

@@ -21,30 +21,30 @@ inline constexpr const char* kBatchReportSchema = "touchstone.batch-report/1";
 
 // One case's outcome: its GateRun of one candidate (as `gate` makes it), or
 // why it was not judged.
-struct CaseResult {
+struct BatchRecord {
   std::string id, key, digest;
   std::optional<GateRun> run;  // judged
   std::string reason;          // not judged: why
   // Volatile (docs/batch.md "Determinism"): wall time, host, worker, pid.
   nlohmann::json execution = nlohmann::json::object();
   nlohmann::json to_json() const;
-  static CaseResult from_json(const nlohmann::json& j, const std::string& where);
+  static BatchRecord from_json(const nlohmann::json& j, const std::string& where);
 };
 
 // THE one place batch runs the gate driver: the unit's cases (one fixture,
 // gate, baseline) judged in one call, so the fixture is loaded and exact and
 // the baseline run once for them. A call that throws leaves every case of the
 // unit not judged, with the error as reason.
-std::vector<CaseResult> judge_unit(const BatchPlan& plan, const WorkUnit& unit, const nlohmann::json& execution);
+std::vector<BatchRecord> judge_unit(const BatchPlan& plan, const WorkUnit& unit, const nlohmann::json& execution);
 
 // Results as files DIR/<id>.json (written atomically as each unit finishes),
 // so a run that dies keeps what it judged and --resume / merge can use it.
-void write_result(const std::string& dir, const CaseResult& r);
+void write_result(const std::string& dir, const BatchRecord& r);
 // The records in DIR that belong to the plan (same digest, known id and key);
 // others are ignored. A missing folder is no records.
-std::map<std::string, CaseResult> read_results(const std::string& dir, const BatchPlan& plan);
+std::map<std::string, BatchRecord> read_results(const std::string& dir, const BatchPlan& plan);
 // One case's record in DIR, when there is one that belongs to the plan.
-std::optional<CaseResult> read_result(const std::string& dir, const BatchPlan& plan, const BatchCase& c);
+std::optional<BatchRecord> read_result(const std::string& dir, const BatchPlan& plan, const BatchCase& c);
 
 struct NotJudged {
   BatchCase c;
@@ -66,7 +66,7 @@ struct BatchReport {
 
 // Assembles the report from records (any order, any mix of sources). A case
 // without a record is not judged with `missing_reasons[id]`, else "no result".
-BatchReport assemble_report(const BatchPlan& plan, const std::map<std::string, CaseResult>& results,
+BatchReport assemble_report(const BatchPlan& plan, const std::map<std::string, BatchRecord>& results,
                             const std::map<std::string, std::string>& missing_reasons,
                             nlohmann::json execution);
 
@@ -80,7 +80,7 @@ struct ShardFile {
   BatchPlan plan;
   int index = 0, count = 1;
   std::vector<std::string> assigned;  // case ids
-  std::map<std::string, CaseResult> results;
+  std::map<std::string, BatchRecord> results;
   std::string host;
   nlohmann::json to_json() const;
 };

@@ -208,7 +208,7 @@ std::map<std::string, std::string> run_local(const BatchPlan& plan, const std::v
         for (size_t i : without) queue.emplace_front(WorkUnit{{i}, plan.cases[i].cost_s + plan.group_cost_s[i]}, true);
       } else {
         const BatchCase& c = plan.cases[without.front()];
-        CaseResult nr;
+        BatchRecord nr;
         nr.id = c.id;
         nr.key = c.key;
         nr.digest = plan.digest;

@@ -251,7 +251,7 @@ int merge(const MergeOpts& o) {
                            " of a split into " + std::to_string(shards.front().count));
   }
   if (!plan) throw ts::InputError("merge of results folders needs --plan PLAN");
-  std::map<std::string, ts::CaseResult> results;
+  std::map<std::string, ts::BatchRecord> results;
   for (const auto& d : dirs)
     for (auto& [id, r] : ts::read_results(d, *plan)) results.emplace(id, r);
   std::map<std::string, std::string> missing;

@@ -162,7 +162,7 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("candidates", &ts::GateRun::candidates)
       .def_property_readonly("exit_code", &ts::GateRun::exit_code)
       .def("to_json", [](const ts::GateRun& r) { return r.to_json().dump(); })
-      .def("render_terminal", &ts::render_terminal)
+      .def("render_terminal", [](const ts::GateRun& r) { return ts::render_terminal(r); })
       .def("render_json", [](const ts::GateRun& r) { return ts::render_json(r); })
       .def("render_junit", &ts::render_junit)
       .def("render_markdown", &ts::render_markdown)
