@@ -286,8 +286,8 @@ class FixtureProvider final : public EvidenceProvider {
     for (const auto* side : {&c.baseline, &c.candidate})
       if (is_emulation_spec(*side))
         return std::string("the ") + (side == &c.baseline ? "baseline" : "candidate") + " '" + *side +
-               "' is an emulation: its time is not a kernel's (store the real kernel's output and timings with "
-               "python3 -m touchstone replay and gate stored:NAME; a gate may opt in with \"time_emulations\": true)";
+               "' is an emulation, whose time is not a kernel's: store the real kernel's timings (python3 -m "
+               "touchstone replay) and gate stored:NAME";
     return "";
   }
   bool speed_is_excluded(const Case& c) const { return !speed_exclusion(c).empty(); }

@@ -161,13 +161,14 @@ int run(const Opts& o) {
                 fmt(f.rel_l2_vs_exact).c_str(), fmt(f.cosine_vs_exact, "%.6f").c_str(),
                 fmt(f.rel_l2_vs_baseline).c_str());
   }
-  std::printf("\n2. Gate '%s' on the emulations (baseline %s): Sage-like AND faster. Accuracy decides;\n"
-              "   speed is missing for emulations, so a Sage-like one is INCONCLUSIVE, never ACCEPT.\n",
+  std::printf("\n2. Gate '%s' on the emulations (baseline %s):\n"
+              "   Sage-like AND faster. Accuracy decides; speed is missing for emulations, so a\n"
+              "   Sage-like one is INCONCLUSIVE, never ACCEPT.\n",
               emu.gate.name.c_str(), baseline.c_str());
   std::fputs(ts::render_terminal(emu).c_str(), stdout);
   if (kernels) {
-    std::printf("\n3. The same gate on real kernels (%s: SageAttention 2.2.0 and PyTorch SDPA, run on an\n"
-                "   H200, stored with CUDA-event timings), against the real Sage sm121-path kernel:\n",
+    std::printf("\n3. The same gate on real kernels (SageAttention 2.2.0 and PyTorch SDPA, run on an H200,\n"
+                "   stored with CUDA-event timings), against the real Sage sm121-path kernel:\n   %s\n",
                 real.c_str());
     std::fputs(ts::render_terminal(*kernels).c_str(), stdout);
   } else {
@@ -178,7 +179,8 @@ int run(const Opts& o) {
       "with the real baseline (python3 -m touchstone replay F --kernel sageattn_sm90 --kernel mymod:fn),\n"
       "then touchstone gate --fixture F --baseline stored:sageattn_sm90 --candidate stored:fn; or import a\n"
       "benchmark report, e.g. the GB10 seed:\n"
-      "  touchstone import-report gb10_sage2_vs_sol_block24.json -o m.json && touchstone gate --measurements m.json\n");
+      "  touchstone import-report gb10_sage2_vs_sol_block24.json -o m.json &&\n"
+      "    touchstone gate --measurements m.json\n");
   if (remove_dir)
     std::printf("(the fixture was temporary; --keep DIR keeps it for the repro lines above)\n");
   std::printf("(the demo exits 0 when it ran; `touchstone gate` enforces the verdicts with its exit code)\n");
