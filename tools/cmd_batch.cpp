@@ -231,7 +231,7 @@ struct MergeOpts {
 
 int merge(const MergeOpts& o) {
   o.reports.check();
-  if (o.inputs.empty()) throw ts::InputError("merge needs shard files (or results folders with --plan)");
+  if (o.inputs.empty()) throw ts::InputError("merge needs shard files (or results folders with --plan-file)");
   std::optional<ts::BatchPlan> plan;
   if (!o.plan.empty()) plan = ts::load_plan(o.plan);
   std::vector<ts::ShardFile> shards;
@@ -250,7 +250,7 @@ int merge(const MergeOpts& o) {
       throw ts::InputError(in + ": shard " + std::to_string(s.index) + "/" + std::to_string(s.count) +
                            " of a split into " + std::to_string(shards.front().count));
   }
-  if (!plan) throw ts::InputError("merge of results folders needs --plan PLAN");
+  if (!plan) throw ts::InputError("merge of results folders needs --plan-file PLAN");
   std::map<std::string, ts::BatchRecord> results;
   for (const auto& d : dirs)
     for (auto& [id, r] : ts::read_results(d, *plan)) results.emplace(id, r);
@@ -330,7 +330,7 @@ ts::cli::Registration reg_merge{
     [](CLI::App& app) -> ts::cli::Action {
       auto o = std::make_shared<MergeOpts>();
       app.add_option("inputs", o->inputs, "shard files, or results folders")->required();
-      app.add_option("--plan", o->plan, "the plan (needed when only results folders are given)");
+      app.add_option("--plan-file", o->plan, "the plan (needed when only results folders are given)");
       add_reports(app, o->reports);
       app.add_option("-o", o->reports.json.path, "the JSON report (as --json PATH)");
       ts::cli::set_example(app, "touchstone batch merge shard-*.json -o report.json --junit report.xml");
