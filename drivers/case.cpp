@@ -22,20 +22,27 @@ std::string Case::id() const {
 }
 
 std::string Case::repro() const {
-  const std::string gate = gate_arg.empty() ? "" : " --gate " + shell_quote(gate_arg);
   switch (source) {
     case CaseSource::measurements:
-      return "touchstone gate" + gate + " --measurements " + shell_quote(input) + " --baseline " +
-             shell_quote(baseline) + " --candidate " + shell_quote(candidate);
+      return command_line({"gate"}, {{"--gate", gate_arg}, {"--measurements", input}, {"--baseline", baseline},
+                                     {"--candidate", candidate}});
     case CaseSource::stage:
-      return "touchstone compare " + shell_quote(input) + " " + shell_quote(stage_set) + " " + shell_quote(baseline) +
-             " --stages" + gate + (exact_set.empty() ? "" : " --exact " + shell_quote(exact_set));
+      return command_line({"compare", input, stage_set, baseline, "--stages"}, {{"--gate", gate_arg}, {"--exact", exact_set}});
     case CaseSource::computed:
     case CaseSource::stored:
       break;
   }
-  return "touchstone gate" + gate + " --fixture " + shell_quote(input) + " --baseline " + shell_quote(baseline) +
-         " --candidate " + shell_quote(candidate);
+  return command_line({"gate"}, {{"--gate", gate_arg}, {"--fixture", input}, {"--baseline", baseline},
+                                 {"--candidate", candidate}});
+}
+
+std::string command_line(const std::vector<std::string>& words,
+                         const std::vector<std::pair<std::string, std::string>>& flags) {
+  std::string line = "touchstone";
+  for (const auto& w : words) line += " " + (w.rfind("--", 0) == 0 ? w : shell_quote(w));
+  for (const auto& [flag, value] : flags)
+    if (!value.empty()) line += " " + flag + " " + shell_quote(value);
+  return line;
 }
 
 std::string shell_quote(const std::string& s) {

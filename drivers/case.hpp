@@ -7,6 +7,8 @@
 // (drivers/run_cases.hpp), the one loop that gathers evidence and calls judge().
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace ts {
 
@@ -39,5 +41,10 @@ struct Case {
 
 // A word for a POSIX shell: as is when plain, else in single quotes.
 std::string shell_quote(const std::string& s);
+
+// `touchstone WORDS... --flag value ...`, every word shell-quoted: every repro
+// line (Case::repro, triage's) is made here. Flags with an empty value are left out.
+std::string command_line(const std::vector<std::string>& words,
+                         const std::vector<std::pair<std::string, std::string>>& flags);
 
 }  // namespace ts

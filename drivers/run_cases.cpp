@@ -48,7 +48,7 @@ GateFile accuracy_gate(const GateFile& g) {
 // A stored time faster than any GPU computes dense attention (a timer that
 // missed the kernel, samples in seconds taken for ms) would decide a speed rule
 // on a fiction. The ceiling is several times the fastest dense-equivalent rate
-// measured (SageAttention sm90 on the H200: 790 TFLOP/s; a routed kernel's
+// measured (SageAttention's Hopper kernel on the H200: 790 TFLOP/s; a routed kernel's
 // dense-equivalent rate is higher by 1/density, hence the margin).
 constexpr double kCeilingTflops = 50000;
 

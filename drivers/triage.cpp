@@ -1,4 +1,5 @@
 #include "drivers/triage.hpp"
+#include "drivers/case.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -496,9 +497,8 @@ nlohmann::json run_triage(const std::string& fx_path, const TriageOptions& o) {
   // The repro: this triage in one line, and a slice small enough to attach.
   const nlohmann::json sl = tr_slice_of(cfg, j["ranked_cells"]);
   auto q = shell_quote;
-  std::string line = "touchstone triage " + q(fx_arg) + " --candidate " + q(o.candidate) + " --baseline " + q(base_spec) +
-                     " --exact " + q(o.exact);
-  if (!o.against.empty()) line += " --against " + q(o.against);
+  const std::string line = command_line({"triage", fx_arg}, {{"--candidate", o.candidate}, {"--baseline", base_spec},
+                                                             {"--exact", o.exact}, {"--against", o.against}});
   const std::string cand_name = cand_b->is_stored() ? o.candidate : "stored:" + cand_b->name();
   std::string extract = "touchstone fixture extract " + q(fx_arg) + " --heads " + sl["heads"].get<std::string>() +
                         " --tokens " + sl["tokens"].get<std::string>();
@@ -508,8 +508,8 @@ nlohmann::json run_triage(const std::string& fx_path, const TriageOptions& o) {
   const std::string base_name = base_b->is_stored() ? base_spec : "stored:" + base_b->name();
   j["repro"] = {{"command", line},
                 {"extract", extract},
-                {"on_slice", "touchstone triage small.h5 --candidate " + q(cand_name) + " --baseline " + q(base_name) +
-                                 " --exact stored:exact"},
+                {"on_slice", command_line({"triage", "small.h5"}, {{"--candidate", cand_name},
+                                                                  {"--baseline", base_name}, {"--exact", "stored:exact"}})},
                 {"slice", sl}};
   return j;
 }

@@ -346,6 +346,7 @@ MetricBreakdown compute_breakdown(const Tensor& a, const Tensor& b, const BlockC
   MetricBreakdown out;
   out.tokens = S;
   out.overall = compute_metrics(a, b, storage);
+  out.overall.set_storage(a.dtype, b.dtype);
   std::vector<Acc> per_head(static_cast<size_t>(H)), per_frame(static_cast<size_t>(frames + 1));
   for (int64_t blk = 0; blk < blocks; ++blk) {
     Acc block_total;

@@ -48,7 +48,7 @@ svg.plot .cellvalue{font-size:10px;fill:#1f2328}svg.plot .cellvalue.light{fill:#
 std::string esc(const std::string& s) { return markup_escape(s); }
 
 // Escaped, with a break opportunity after the separators of ids and specs
-// ("qblock_vs_exact", "sage2:preset=sm121,accum=fp32"), so that a summary
+// ("qblock_vs_exact", "sage2:preset=P,accum=fp32"), so that a summary
 // table of many rules wraps at them instead of overflowing the page or
 // breaking a word anywhere.
 std::string breakable(const std::string& s) {

@@ -120,7 +120,7 @@ int run(const Opts& o) {
                                         co)
                               .run;
   // 3. Real kernels with real timings: the committed fixture's stored outputs,
-  // against the real SageAttention kernel of the GB10 path (sm121).
+  // against the real SageAttention kernel of the GB10 path.
   std::optional<ts::GateRun> kernels;
   if (have_real)
     kernels = ts::run_cases(ts::load_gate("sparse_acceptance"),
@@ -168,7 +168,7 @@ int run(const Opts& o) {
   std::fputs(ts::render_terminal(emu).c_str(), stdout);
   if (kernels) {
     std::printf("\n3. The same gate on real kernels (SageAttention 2.2.0 and PyTorch SDPA, run on an H200,\n"
-                "   stored with CUDA-event timings), against the real Sage sm121-path kernel:\n   %s\n",
+                "   stored with CUDA-event timings), against the real Sage kernel of the GB10 path:\n   %s\n",
                 real.c_str());
     std::fputs(ts::render_terminal(*kernels).c_str(), stdout);
   } else {

@@ -78,7 +78,7 @@ ts::cli::Registration reg{
       app.add_flag("--progress", s.progress, "a line per evaluation on stderr (default: when it is a terminal)");
       ts::cli::add_json_option(app, o->json, "every evaluation and the cliff");
       ts::cli::add_report_option(app, "--html", o->html, "write a self-contained HTML page: the curve, the cliff");
-      ts::cli::set_example(app, "touchstone scan --candidate sage2:preset=sm121 --from 256 --to 8192 --heads 1 --html scan.html");
+      ts::cli::set_example(app, "touchstone scan --candidate sage2 --from 256 --to 8192 --heads 1 --html scan.html");
       return [o] { return run(*o); };
     }};
 

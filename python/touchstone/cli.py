@@ -48,7 +48,7 @@ def _parser():
                "sparge_topk0.5,\nflex_<routing>, sparge_<routing>):\n" + kernels.params_help()
                + "\n\nexample:\n  touchstone reference f.h5 --backend sol --tau 1.3 "
                "compensation=off --store-routing\n  " + PROG + " replay f.h5 --kernel "
-               "sageattn_sm90 --kernel flex_sol:routing=sol_tau1.3_bf16_nocomp \\\n"
+               "sdpa_cudnn --kernel flex_sol:routing=sol_tau1.3_bf16_nocomp \\\n"
                "      --kernel sparge_sol:routing=sol_tau1.3_bf16_nocomp --kernel "
                "sparge_topk:topk=0.5 --reps 10")
     r.add_argument("fixture")

@@ -39,7 +39,7 @@ BUILTIN.update({
     "sparge_cdf": "SpargeAttn spas_sage2_attn_meansim_cuda, its own selection by cdfthreshd "
                   "(cdf), simthreshd1 (sim), pvthreshd (pv) (CUDA)",
     "sparge_sol": "SpargeAttn block_sparse_sage2_attn_cuda executing sol's stored routing: its "
-                  "grid (sm90 64x128, else 128x64, from token 0) computes a block holding any "
+                  "grid (Hopper 64x128, else 128x64, from token 0) computes a block holding any "
                   "routed pair whole (counts in params)",
     "flex_sol": "FlexAttention (torch >= 2.5, torch.compile'd once, bf16) with a BlockMask of "
                 "exactly sol's attended pairs (compensation off); kv_block: its key block "

@@ -8,11 +8,13 @@ tokens are attended by every query. routing[h, i, j] = 1: query block i of head 
 block j. A kernel's grid is (gq, gk) blocks from token 0; a grid block is "full" when every one
 of its (query, key) pairs is one sol attends, "partial" when some are, "empty" when none are.
 """
+import contextlib
 import json
 
 import h5py
 import numpy as np
 
+from . import fixture_io
 from .schema import CaptureError
 
 FORMAT = "touchstone.sol_routing/1"
@@ -62,22 +64,31 @@ def _text(v):
     return v.decode() if isinstance(v, bytes) else v
 
 
-def stored_routings(f):
-    """Names of the outputs of an open fixture that hold a routing dataset."""
-    return sorted(n for n in f.get("outputs", {}) if "routing" in f["outputs"][n])
+def stored_routings(path):
+    """Names of the outputs of fixture `path` that hold a routing dataset."""
+    names = []
+    for name, file in fixture_io.output_files(path).items():
+        with contextlib.suppress(OSError), h5py.File(file, "r") as f:
+            if f"outputs/{name}/routing" in f:
+                names.append(name)
+    return sorted(names)
 
 
 def read(path, name):
-    """The routing stored as /outputs/<name>/routing of fixture `path`, checked against the
-    fixture's /config (tokens, heads, segments). CaptureError naming what is wrong."""
+    """The routing stored as /outputs/<name>/routing of fixture `path` (in the output's own file,
+    docs/fixture-format.md), checked against the fixture's /config (tokens, heads, segments).
+    CaptureError naming what is wrong."""
     where = f"{path}: /outputs/{name}/routing"
     try:
-        f = h5py.File(path, "r")
+        with h5py.File(path, "r") as f:
+            config_segments = json.loads(_text(f["config"].attrs["segments"]))
+            heads = int(f["config"].attrs["heads"])
+        f = h5py.File(fixture_io._route(path, f"/outputs/{name}/routing"), "r")
     except OSError as e:
         raise CaptureError(f"{path}: /: not readable as HDF5 ({e})")
     with f:
         if f"outputs/{name}/routing" not in f:
-            have = stored_routings(f)
+            have = stored_routings(path)
             raise CaptureError(f"{where}: no such routing (stored routings: "
                                f"{', '.join(have) if have else 'none'}; `touchstone reference F "
                                "--backend sol ... --store-routing` stores one)")
@@ -89,8 +100,6 @@ def read(path, name):
         if ds.dtype != np.uint8 or ds.ndim != 3:
             raise CaptureError(f"{where}: {ds.dtype} {ds.shape}, expected uint8 [H, QB, VB]")
         mask = ds[()]
-        config_segments = json.loads(_text(f["config"].attrs["segments"]))
-        heads = int(f["config"].attrs["heads"])
     try:
         segments = json.loads(attrs["segments"])
         block_q, block_k = int(attrs["block_q"]), int(attrs["block_k"])

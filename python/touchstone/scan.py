@@ -71,7 +71,7 @@ def _parser():
                     "it leaves its trend\n(docs/scan.md): touchstone scan with this module as its worker.",
         epilog="Every other option is touchstone scan's (touchstone scan --help): --from, --to, "
                "--dim, --heads, --head-dim, --exact (exact_cuda on a GPU machine), --budget, "
-               "--json, --html, ...\nExample: python3 -m touchstone scan --kernel sageattn_sm90 "
+               "--json, --html, ...\nExample: python3 -m touchstone scan --kernel sdpa_cudnn "
                "--from 1024 --to 200000 --heads 2 --exact exact_cuda --json scan.json")
     p.add_argument("--kernel", required=True, help="a replay built-in or module:function")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),

@@ -59,7 +59,7 @@ def _store_callable(path, name, fn, layout, device, timed):
     speed, else one call whose output is stored untimed."""
     from . import kernels, replay
 
-    kernel = kernels.Kernel(name, lambda torch: fn,
+    kernel = kernels.Kernel(name, lambda torch, ctx=None: fn,
                             layouts.check_layout(getattr(fn, "touchstone_layout", layout or "BHSD")),
                             fn.__doc__ or "")
     if timed:
@@ -110,6 +110,11 @@ def assert_gate(fixture, candidate, *, gate="sage_compat", baseline=None, name=N
     keep = False
     try:
         shutil.copyfile(fixture, copy)
+        # The outputs live in files of their own beside the fixture (docs/fixture-format.md).
+        from .fixture_io import outputs_folder
+
+        if os.path.isdir(outputs_folder(fixture)):
+            shutil.copytree(outputs_folder(fixture), outputs_folder(copy))
         label = name or getattr(candidate, "__name__", None) or "candidate"
         label = re.sub(r"[^A-Za-z0-9_]+", "_", label).strip("_") or "candidate"
         if isinstance(candidate, str):

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.usefixtures("extension")
 
 def test_gate_returns_typed_verdicts_and_writes_reports(tiny_fixture, tmp_path, ts):
     junit, html = tmp_path / "g.xml", tmp_path / "g.html"
-    run = touchstone.gate(tiny_fixture, "exact:precision=fp32", gate="bit_exact", junit=junit,
+    run = touchstone.gate(tiny_fixture, "sage2:preset=sm89", gate="bit_exact", junit=junit,
                           html=html)
     c = run.candidates[0]
     assert run.exit_code == 1 and c.verdict == "REJECT" and not c.accepted
@@ -23,7 +23,7 @@ def test_gate_returns_typed_verdicts_and_writes_reports(tiny_fixture, tmp_path, 
     assert "<testsuite" in junit.read_text() and "<html" in html.read_text().lower()
     # The same figures as the CLI's JSON report.
     cli = json.loads(ts("gate", "--gate", "bit_exact", "--fixture", tiny_fixture,
-                        "--candidate", "exact:precision=fp32", "--json", expect=1).stdout)
+                        "--candidate", "sage2:preset=sm89", "--json", expect=1).stdout)
     mine = json.loads(run.render_json())
     assert [o["id"] for o in mine["candidates"][0]["rules"]] == \
         [o["id"] for o in cli["candidates"][0]["rules"]]

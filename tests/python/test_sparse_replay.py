@@ -31,6 +31,26 @@ def stand_ins(monkeypatch):
     sys.modules.pop("spas_sage_attn", None)
 
 
+class _Outputs:
+    """/outputs/NAME/... of a fixture, read from each output's own file (docs/fixture-format.md
+    "Outputs in files of their own")."""
+
+    def __init__(self, path):
+        self.path, self.files = path, []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for f in self.files:
+            f.close()
+
+    def __getitem__(self, key):
+        f = h5py.File(tsp.fixture_io._route(self.path, "/" + key.strip("/")), "r")
+        self.files.append(f)
+        return f[key]
+
+
 def _fixture(path, S=320, H=2, D=64):
     g = torch.Generator().manual_seed(3)
     base = torch.randn(S, H, D, generator=g)  # q and k share structure: routing is not uniform
@@ -66,7 +86,7 @@ def _rel(a, b):
 
 def test_the_stored_routing_is_sols_mask_with_its_geometry(routed):
     r = routing.read(routed, ROUTING)
-    with h5py.File(routed, "r") as f:
+    with _Outputs(routed) as f:
         dumped = f[f"outputs/{ROUTING}_f32out/intermediates/route_mask"][()]
         vb = f[f"outputs/{ROUTING}_f32out/intermediates/video_blocks"][()]
     assert np.array_equal(r.mask, dumped) and 0 < r.mask.mean() < 1
@@ -81,7 +101,7 @@ def test_flex_sol_attends_exactly_sols_pairs_and_matches_sol_without_compensatio
     r = routing.read(routed, ROUTING)
     bm, counts = kernels.sparse_kernels.flex_block_mask(flex, r, r.block_k, torch, "cpu")
     # sol's pairs built independently from its dump: routed video blocks and all conditioning
-    with h5py.File(routed, "r") as f:
+    with _Outputs(routed) as f:
         mask = f[f"outputs/{ROUTING}_f32out/intermediates/route_mask"][()]
         vb = f[f"outputs/{ROUTING}_f32out/intermediates/video_blocks"][()]
     want = np.zeros((2, 320, 320), dtype=bool)
@@ -107,7 +127,7 @@ def test_flex_sol_attends_exactly_sols_pairs_and_matches_sol_without_compensatio
     assert _rel(flex_out, f32) < 3e-3
     assert _rel(flex_out, _out(routed, ROUTING)) < 3e-3
     assert _rel(flex_out, _out(routed, "sol_tau0.5_bf16")) > 10 * _rel(flex_out, f32)  # compensated
-    with h5py.File(routed, "r") as f:
+    with _Outputs(routed) as f:
         p = json.loads(f[f"outputs/flex_{ROUTING}/attention"].attrs["params"])
     assert p["kernel_params"] == {"routing": ROUTING, "kv_block": 0}
     assert p["versions"] == {"flex_attention": "stand-in"}
@@ -131,7 +151,7 @@ def test_sparge_sol_computes_sols_blocks_plus_the_straddling_ones(routed, stand_
     assert counts["partial"] > 0  # blocks computed whole past sol's pairs: counted
     assert cli.main(["replay", routed, "--kernel", f"sparge_sol:routing={ROUTING}", "--reps", "1",
                      "--warmup", "0", "--device", "cpu"]) == 0
-    with h5py.File(routed, "r") as f:
+    with _Outputs(routed) as f:
         info = json.loads(f[f"outputs/sparge_{ROUTING}/attention"].attrs["params"])["kernel_info"]
     assert info["grid"] == list(grid) and info["partial"] == counts["partial"]
     assert info["pairs_extra"] == info["pairs_in_computed_blocks"] - int(sol.sum()) > 0
@@ -178,7 +198,7 @@ def test_interleaved_replay_shares_one_timing_run(routed, stand_ins):
         assert a["timing_run"] == r["timing_run"] and a["round_order"] == j
         assert a["device"] == "cpu" and a["clock"] == "host_steady"
         assert len(tsp.read_timings(routed, name)[0]) == 3
-    with h5py.File(routed, "r") as f:
+    with _Outputs(routed) as f:
         p = json.loads(f["outputs/sparge_topk0.5/attention"].attrs["params"])
     assert p["kernel_params"] == {"topk": 0.5, "pv": 50.0}
     assert p["versions"] == {"spas_sage_attn": "stand-in"}
@@ -253,8 +273,10 @@ def test_a_routing_of_another_fixture_is_refused(routed, tmp_path):
     cfg = tsp.attention_config(320, 2, 64)
     x = torch.zeros(320, 2, 64, dtype=torch.bfloat16)
     tsp.write_fixture(other, x, x, x, cfg, model="plain", source="synthetic")
-    with h5py.File(routed, "r") as src, h5py.File(other, "a") as dst:
-        src.copy(f"outputs/{ROUTING}", dst, name=f"outputs/{ROUTING}")
+    import shutil  # the routing's own file, beside another fixture (docs/fixture-format.md)
+    os.makedirs(tsp.fixture_io.outputs_folder(other), exist_ok=True)
+    shutil.copy(tsp.fixture_io.output_files(routed)[ROUTING],
+                os.path.join(tsp.fixture_io.outputs_folder(other), ROUTING + ".h5"))
     with pytest.raises(tsp.CaptureError, match="not the fixture's /config segments"):
         routing.read(other, ROUTING)
 
@@ -266,7 +288,7 @@ def test_the_gpu_real_seed_table_script_on_the_cpu_with_stand_ins(ts, tmp_path):
 
     root = os.path.dirname(os.path.dirname(HERE))
     fixture = _fixture(str(tmp_path / "in.h5"))
-    env = dict(os.environ, DEVICE="cpu", SOL_BACKEND="sol", EXACT="exact", TAUS="0.5", REPS="3",
+    env = dict(os.environ, DEVICE="cpu", SOL_BACKEND="sol", EXACT="exact", TAUS="0.5", REPS="7",
                WARMUP="1", ROTATE="1", DENSE="torch_exact_fp64 no_such_module:f",
                OWN="sparge_topk:topk=0.5", FIXTURE=fixture, PRESET="segments",
                SAGE_DIR=os.path.join(HERE, "sageattention_stand_in"), SPARGE_DIR=SPARGE_STAND_IN,
