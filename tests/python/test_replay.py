@@ -98,11 +98,11 @@ def test_capture_replay_gate_on_the_cpu(ts, tmp_path):
     mine, bad = verdicts["stored:mine"], verdicts["stored:garbage"]
     rules = {r["id"]: r for r in mine["rules"]}
     assert rules["sage_like"]["status"] == "pass" and rules["vs_exact"]["status"] == "pass"
-    # speed is judged on the stored host-clock samples: a bootstrap interval over 5 of each
+    # the two outputs were timed by separate replays: different timing runs, so their speed is
+    # not judged (gates/README.md "Timing runs"), and the optional not_slower is missing
     speed = mine["details"]["speed"]
-    assert speed["interval"]["samples"] == 5 and "unpaired" in speed["level"]
-    assert speed.get("clock", "host_steady") == "host_steady"  # where the gate reports clocks
-    assert rules["not_slower"]["status"] in ("pass", "fail", "inconclusive")
+    assert speed["interval"] is None and "different timing runs" in speed["missing"]
+    assert rules["not_slower"]["status"] == "missing"
     assert bad["verdict"] == "REJECT"
     assert {r["id"]: r for r in bad["rules"]}["sage_like"]["status"] == "fail"
 
