@@ -30,7 +30,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t0) {
+double sweep_ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
@@ -51,7 +51,7 @@ std::string fmt4(const nlohmann::json& v, const char* f = "%.4g") {
   return buf;
 }
 
-nlohmann::json opt_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+nlohmann::json json_or_null(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 
 std::string spec_for(const SweepOptions& o, double tau) {
   std::string spec = o.backend + (o.backend.find(':') == std::string::npos ? ":" : ",");
@@ -163,19 +163,19 @@ nlohmann::json row_json(const CaseResult& r, const CandidateVerdict* v) {
   nlohmann::json j = {{"spec", r.c.candidate}, {"name", f.backend}};
   if (r.c.tau) {
     j["tau"] = *r.c.tau;
-    j["ms"] = opt_json(f.wall_ms);
-    j["density"] = opt_json(f.density);
+    j["ms"] = json_or_null(f.wall_ms);
+    j["density"] = json_or_null(f.density);
     for (const char* k : {"device_ms", "prepare_ms", "density_per_head"})
       if (f.stats.contains(k)) j[k] = f.stats[k];
   } else if (f.timings_median_ms) {
     j["timings_median_ms"] = *f.timings_median_ms;
     j["timings_clock"] = f.timings_clock;
   }
-  j["rel_l2_vs_baseline"] = opt_json(f.rel_l2_vs_baseline);
-  j["cosine_vs_baseline"] = opt_json(f.cosine_vs_baseline);
-  j["rel_l2_vs_exact"] = opt_json(f.rel_l2_vs_exact);
-  j["cosine_vs_exact"] = opt_json(f.cosine_vs_exact);
-  j["nonfinite"] = opt_json(f.nonfinite);
+  j["rel_l2_vs_baseline"] = json_or_null(f.rel_l2_vs_baseline);
+  j["cosine_vs_baseline"] = json_or_null(f.cosine_vs_baseline);
+  j["rel_l2_vs_exact"] = json_or_null(f.rel_l2_vs_exact);
+  j["cosine_vs_exact"] = json_or_null(f.cosine_vs_exact);
+  j["nonfinite"] = json_or_null(f.nonfinite);
   if (f.stats.contains("error")) j["error"] = f.stats["error"];
   if (v) {
     j["verdict"] = verdict_name(v->verdict);
@@ -249,11 +249,11 @@ SweepResult run_sweep(const std::string& fixture, const SweepOptions& o) {
   // The block's attention: the baseline's kind where it is computed (a stored output
   // cannot attend the block's own q, k, v).
   const std::string block_attention = baseline.rfind("stored:", 0) == 0 ? sage2_default_spec() : baseline;
-  nlohmann::json wall = {{"prepare_ms", ms_since(t_start)}};
+  nlohmann::json wall = {{"prepare_ms", sweep_ms_since(t_start)}};
 
   auto t0 = Clock::now();
   CaseRun cr = gate ? run_cases(*gate, cases, co) : case_figures(cases, co);
-  wall["cases_ms"] = ms_since(t0);
+  wall["cases_ms"] = sweep_ms_since(t0);
   const nlohmann::json refs = cr.reference_runs.value(fixture, nlohmann::json::object());
   const nlohmann::json exact_run = refs.value("exact", nlohmann::json::object());
   const nlohmann::json base_run = refs.contains("baselines") ? refs["baselines"].value(baseline, nlohmann::json::object())
@@ -288,8 +288,8 @@ SweepResult run_sweep(const std::string& fixture, const SweepOptions& o) {
     }
     if (!res.block_note.empty()) block_j = {{"skipped", res.block_note}};
   }
-  wall["block_ms"] = ms_since(t0);
-  wall["total_ms"] = ms_since(t_start);
+  wall["block_ms"] = sweep_ms_since(t0);
+  wall["total_ms"] = sweep_ms_since(t_start);
 
   nlohmann::json rows_j = nlohmann::json::array(), stored_j = nlohmann::json::array();
   for (size_t i = 0; i < cr.results.size(); ++i) {

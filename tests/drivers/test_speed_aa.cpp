@@ -45,7 +45,7 @@ ts::DatasetWrite timings(const std::string& name, const std::vector<double>& ms,
           {{"clock", ts::kClockHost}, {"timing_run", run}, {"device", "cpu"}}};
 }
 
-const ts::RuleOutcome* rule(const ts::CandidateVerdict& v, const std::string& id) {
+const ts::RuleOutcome* aa_rule(const ts::CandidateVerdict& v, const std::string& id) {
   for (const auto& o : v.outcomes)
     if (o.id == id) return &o;
   return nullptr;
@@ -123,12 +123,12 @@ TEST_CASE("A/A: one kernel in 5 separate timing runs is never judged faster or s
           ts::run_gate_on_fixture(ts::load_gate("sparse_acceptance"), f, base, {cand}, o).candidates.at(0);
       const ts::CandidateVerdict sc =
           ts::run_gate_on_fixture(ts::load_gate("sage_compat"), f, base, {cand}, o).candidates.at(0);
-      REQUIRE(rule(sa, "faster"));
-      REQUIRE(rule(sc, "not_slower"));
-      CHECK(rule(sa, "faster")->status == ts::RuleStatus::missing);
-      CHECK(rule(sa, "faster")->message.find("different timing runs") != std::string::npos);
+      REQUIRE(aa_rule(sa, "faster"));
+      REQUIRE(aa_rule(sc, "not_slower"));
+      CHECK(aa_rule(sa, "faster")->status == ts::RuleStatus::missing);
+      CHECK(aa_rule(sa, "faster")->message.find("different timing runs") != std::string::npos);
       CHECK(sa.verdict != ts::Verdict::accept);
-      CHECK(rule(sc, "not_slower")->status == ts::RuleStatus::missing);
+      CHECK(aa_rule(sc, "not_slower")->status == ts::RuleStatus::missing);
       CHECK(sc.verdict != ts::Verdict::reject);
     }
   CHECK(pairs == 20);
@@ -159,10 +159,10 @@ TEST_CASE("A/A: the same kernel twice, interleaved in one timing run, is judged 
         ts::run_gate_on_fixture(ts::load_gate("sparse_acceptance"), f, base, {cand}, o).candidates.at(0);
     const ts::CandidateVerdict sc =
         ts::run_gate_on_fixture(ts::load_gate("sage_compat"), f, base, {cand}, o).candidates.at(0);
-    INFO(rule(sa, "faster")->message);
-    CHECK(rule(sa, "faster")->interval);  // judged: paired by round
-    CHECK(rule(sa, "faster")->status != ts::RuleStatus::pass);
-    CHECK(rule(sc, "not_slower")->status != ts::RuleStatus::fail);
-    CHECK(rule(sa, "faster")->message.find("one timing run") != std::string::npos);
+    INFO(aa_rule(sa, "faster")->message);
+    CHECK(aa_rule(sa, "faster")->interval);  // judged: paired by round
+    CHECK(aa_rule(sa, "faster")->status != ts::RuleStatus::pass);
+    CHECK(aa_rule(sc, "not_slower")->status != ts::RuleStatus::fail);
+    CHECK(aa_rule(sa, "faster")->message.find("one timing run") != std::string::npos);
   }
 }
