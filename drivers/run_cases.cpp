@@ -420,7 +420,8 @@ CaseRun run_all(const GateFile* judged_by, const std::vector<Case>& cases, const
     run.context["warmup"] = o.warmup;
     if (out.fixtures.size() > 1) run.context["fixtures"] = out.fixtures;
   } else if (run.mode == "measurements") {
-    for (auto& [k, v] : measurements.context_of(run.input).items()) run.context[k] = v;
+    const nlohmann::json ctx = measurements.context_of(run.input);  // items() refers to it
+    for (auto& [k, v] : ctx.items()) run.context[k] = v;
   }
   run.context["seed"] = o.seed;
   return out;
