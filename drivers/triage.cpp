@@ -433,12 +433,13 @@ nlohmann::json run_triage(const std::string& fx_path, const TriageOptions& o) {
                            {"routing_rel_l2", route_err[size_t(h * QB + i)]}});
       double mean_miss = 0;
       for (double m : miss) mean_miss += m;
+      // Computed here, not in a lambda: clang 14 cannot capture structured bindings.
+      double mask_sum = 0;
+      for (double x : route_mask.data) mask_sum += x;
+      const nlohmann::json density =
+          route_mask.data.empty() ? nlohmann::json() : nlohmann::json(mask_sum / double(route_mask.data.size()));
       d["routing"] = {{"tau", full.get("tau")}, {"selector", full.get("selector")},
-                      {"density", [&] {
-                         double n = 0;
-                         for (double x : route_mask.data) n += x;
-                         return route_mask.data.empty() ? nlohmann::json() : nlohmann::json(n / double(route_mask.data.size()));
-                       }()},
+                      {"density", density},
                       {"mean_missed_mass", miss.empty() ? 0.0 : mean_miss / double(miss.size())},
                       {"correlation_missed_mass_vs_routing_error", r1 ? nlohmann::json(*r1) : nlohmann::json()},
                       {"correlation_missed_mass_vs_total_error", r2 ? nlohmann::json(*r2) : nlohmann::json()},

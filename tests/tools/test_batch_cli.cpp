@@ -47,7 +47,7 @@ std::string write_plan(const std::string& name, const std::string& body) {
 }
 
 const std::string kPlanBody = R"({"schema": "touchstone.plan/1", "fixtures": ["fx*.h5"], "gates": ["bit_exact"],
-  "candidates": ["sage2", "exact", "sage2:preset=sm90"]})";
+  "candidates": ["sage2", "sol:tau=1.3", "sage2:preset=sm90"]})";
 
 nlohmann::json normalised(const std::string& path) {
   nlohmann::json j = nlohmann::json::parse(read_file(path));
@@ -161,7 +161,7 @@ TEST_CASE("touchstone batch: one process, 2 workers, shards merged in either ord
   const std::string p = write_plan("plan.json", kPlanBody);
   const Result one = cli("batch " + p + " --workers 1" + reports(d + "/one"));
   INFO(one.err);
-  REQUIRE(one.code == 1);  // exact and sm90 are not bit-exact to sage2
+  REQUIRE(one.code == 1);  // sol and sm90 are not bit-exact to sage2
   const auto j = normalised(d + "/one.json");
   CHECK(j["summary"]["accept"] == 8);
   CHECK(j["summary"]["reject"] == 16);
@@ -169,7 +169,7 @@ TEST_CASE("touchstone batch: one process, 2 workers, shards merged in either ord
   REQUIRE(j["runs"].size() == 8);
 
   // A run of the report is what `gate` writes for the same cases.
-  const Result g = cli("gate --gate bit_exact --fixture " + d + "/fx3.h5 --candidate sage2 --candidate exact "
+  const Result g = cli("gate --gate bit_exact --fixture " + d + "/fx3.h5 --candidate sage2 --candidate sol:tau=1.3 "
                        "--candidate sage2:preset=sm90 --json " + d + "/g3.json");
   REQUIRE(g.code == 1);
   CHECK(j["runs"][3] == nlohmann::json::parse(read_file(d + "/g3.json")));
@@ -177,7 +177,7 @@ TEST_CASE("touchstone batch: one process, 2 workers, shards merged in either ord
   // One fixture's cases split over 3 workers (each loads it and runs exact and the baseline):
   // still the run `gate` makes.
   const std::string split = write_plan("split.json", R"({"schema": "touchstone.plan/1", "fixtures": ["fx3.h5"],
-    "gates": ["bit_exact"], "candidates": ["sage2", "exact", "sage2:preset=sm90"]})");
+    "gates": ["bit_exact"], "candidates": ["sage2", "sol:tau=1.3", "sage2:preset=sm90"]})");
   REQUIRE(cli("batch " + split + " --workers 3 --json " + d + "/split-report.json").code == 1);
   const auto sj = nlohmann::json::parse(read_file(d + "/split-report.json"));
   CHECK(sj["runs"] == nlohmann::json::array({nlohmann::json::parse(read_file(d + "/g3.json"))}));

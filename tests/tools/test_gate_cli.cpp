@@ -199,9 +199,9 @@ TEST_CASE("gate CLI: running backends on a fixture") {
   r = cli("gate --gate bit_exact --fixture " + f + " --baseline exact --candidate exact --json " + j);
   CHECK(r.code == 0);
   CHECK(r.out.find("ACCEPT") != std::string::npos);
-  // A sparse candidate against sage2 on the default gate: judged with paired
-  // timing; whatever the verdict, every rule has a figure and a repro is
-  // given unless accepted.
+  // A sparse candidate against sage2 on the default gate: accuracy judged,
+  // speed not (both are emulations, issue 22: their time is not a kernel's);
+  // every rule has a figure or a reason, and a repro is given unless accepted.
   r = cli("gate --fixture " + f + " --candidate sol:tau=1.3 --candidate exact --pairs 4 --warmup 1 --json " + j);
   CHECK((r.code == 0 || r.code == 1));
   const auto rep = nlohmann::json::parse(slurp(j));
@@ -209,7 +209,9 @@ TEST_CASE("gate CLI: running backends on a fixture") {
   for (const auto& c : rep["candidates"]) {
     CHECK(c["rules"][0]["id"] == "sage_like");
     CHECK(c["rules"][0]["figure"].is_number());
-    CHECK(c["rules"][1]["interval"]["samples"] == 4);
+    CHECK(c["rules"][1]["status"] == "missing");
+    CHECK(c["rules"][1]["message"].get<std::string>().find("is an emulation") != std::string::npos);
+    CHECK(c["verdict"] != "ACCEPT");
     if (c["verdict"] != "ACCEPT") {
       CHECK(c["repro"].get<std::string>().find("touchstone gate --gate sparse_acceptance --fixture") == 0);
     }

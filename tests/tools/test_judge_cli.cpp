@@ -32,11 +32,13 @@ std::string synth(const std::string& name, const std::string& preset, bool block
   return p;
 }
 
-void store_timings(const std::string& f, const std::string& name, std::vector<double> ms, const std::string& clock) {
+void store_timings(const std::string& f, const std::string& name, std::vector<double> ms, const std::string& clock,
+                   const std::string& run = "") {
   ts::Tensor t({static_cast<int64_t>(ms.size())}, ts::DType::f64);
   t.data = std::move(ms);
   nlohmann::json attrs = nlohmann::json::object();
   if (!clock.empty()) attrs["clock"] = clock;
+  if (!run.empty()) attrs["timing_run"] = run;
   ts::append_datasets(f, {{"/timings/" + name, std::move(t), attrs}});
 }
 
@@ -58,7 +60,11 @@ const nlohmann::json& stage_row(const nlohmann::json& j, const std::string& stag
 
 TEST_CASE("seen: a stored candidate without /timings is not ACCEPTed on a timed HDF5 read", "[judge][cli]") {
   const std::string f = synth("no_timings", "ci", true);
-  const Result r = cli("gate --gate sparse_acceptance --fixture " + f + " --candidate stored:observed --json");
+  // Against a stored kernel with timings (an emulation baseline is not timed at all).
+  REQUIRE(cli("reference " + f + " --backend sage2 --preset sm121").code == 0);
+  store_timings(f, "sage2_sm121", {5, 5.2, 4.9, 5.1}, "device_events");
+  const Result r = cli("gate --gate sparse_acceptance --fixture " + f +
+                       " --baseline stored:sage2_sm121 --candidate stored:observed --json");
   INFO(r.err);
   CHECK(r.code == 1);
   const auto j = nlohmann::json::parse(r.out);
@@ -74,10 +80,20 @@ TEST_CASE("seen: stored device timings are not compared with a host emulation's"
   INFO(r.out << r.err);
   CHECK(r.code == 1);
   CHECK(r.out.find("INCONCLUSIVE") != std::string::npos);
-  CHECK(r.out.find("clocks differ") != std::string::npos);
-  // Stored on one clock on both sides: judged, and the reports say which clock decided.
+  // The emulation baseline's time is never set against a kernel's (issue 22).
+  CHECK(r.out.find("emulation, whose time") != std::string::npos);
+  // A stored kernel on the host clock against device timings: the clocks differ.
   REQUIRE(cli("reference " + f + " --backend sage2 --preset sm121").code == 0);
-  store_timings(f, "sage2_sm121", {5, 5.2, 4.9, 5.1}, "device_events");
+  store_timings(f, "sage2_sm121", {5, 5.2, 4.9, 5.1}, "host_steady");
+  const Result host = cli("gate --gate sparse_acceptance --fixture " + f +
+                          " --baseline stored:sage2_sm121 --candidate stored:observed");
+  CHECK(host.code == 1);
+  CHECK(host.out.find("clocks differ") != std::string::npos);
+  // Stored on one clock on both sides, interleaved in one timing run (8 rounds,
+  // the sign test's minimum at 98 % is 7): judged, and the reports say which
+  // clock decided.
+  store_timings(f, "observed", {0.5, 0.52, 0.49, 0.5, 0.51, 0.5, 0.49, 0.5}, "device_events", "run-1");
+  store_timings(f, "sage2_sm121", {5, 5.2, 4.9, 5.1, 5, 5.1, 4.9, 5}, "device_events", "run-1");
   const std::string md = scratch() + "/clock.md", x = scratch() + "/clock.xml", h = scratch() + "/clock.html";
   const Result ok = cli("gate --gate sparse_acceptance --fixture " + f + " --baseline stored:sage2_sm121 --candidate "
                         "stored:observed --markdown " + md + " --junit " + x + " --html " + h);
@@ -92,12 +108,16 @@ TEST_CASE("seen: stored device timings are not compared with a host emulation's"
 
 TEST_CASE("seen: --pairs 1 is legal but cannot ACCEPT on one sample", "[judge][cli]") {
   const std::string f = synth("one_pair", "ci", false);
-  const Result r = cli("gate --gate sparse_acceptance --fixture " + f + " --candidate sol:tau=-100 --pairs 1 --json -");
+  // The emulations' times opted in, so that the statistics are what decides.
+  const std::string g = scratch() + "/timed_emulations.json";
+  std::ofstream(g) << R"({"schema": "touchstone.gate/1", "name": "timed", "baseline": "sage2", "time_emulations": true,
+    "rules": [{"id": "faster", "metric": "speedup", "against": "baseline", "min": 1.0, "confidence": 0.98}]})";
+  const Result r = cli("gate --gate " + g + " --fixture " + f + " --candidate sol:tau=-100 --pairs 1 --json -");
   INFO(r.err);
   CHECK(r.code == 1);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["candidates"][0]["verdict"] != "ACCEPT");
-  CHECK(speed_rule(j)["message"].get<std::string>().find("too few samples") != std::string::npos);
+  CHECK(speed_rule(j)["message"].get<std::string>().find("too few pairs (1") != std::string::npos);
 }
 
 TEST_CASE("seen: usage and environment errors exit 2 before any work, not as verdicts", "[judge][cli]") {
