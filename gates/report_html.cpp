@@ -241,7 +241,7 @@ std::string speed_plot(const GateRun& run, const std::vector<RuleOutcomes>& idx,
   }
   const std::string caption =
       std::string("speedup (baseline time / candidate time) per candidate") +
-      (any_interval ? "; whiskers: the " + format_number(r.confidence * 100) + "% bootstrap interval" : "") +
+      (any_interval ? "; whiskers: the " + format_number(r.confidence * 100) + "% interval" : "") +
       "; the bound is dashed";
   return "<figure>\n<figcaption><strong>" + esc(rule_title(r)) + "</strong> <span class=\"note\">" + esc(caption) +
          "</span></figcaption>\n" + svg::dot_plot(rule_title(r), rows, bound_lines(r)) + "</figure>\n";

@@ -58,7 +58,7 @@ std::string render_markdown(const GateRun& run) {
         out << " - |";
         continue;
       }
-      // A speed figure comes with its bootstrap interval, as in the other reports.
+      // A speed figure comes with its interval, as in the other reports.
       out << " " << (it->figure ? format_number(*it->figure) + " " : "")
           << (it->interval ? "[" + format_number(it->interval->lower) + ", " + format_number(it->interval->upper) + "] "
                            : "")
