@@ -91,6 +91,14 @@ void BlockConfig::validate(const std::string& where) const {
          std::to_string(grid));
   if (token_order != "thw" && token_order.rfind("tile:", 0) != 0)
     fail("token_order must be 'thw' or 'tile:TTxTHxTW', got '" + token_order + "'");
+  if (token_order.rfind("tile:", 0) == 0) {
+    // Checked here, on load, not first when a frame map is drawn.
+    int tt = 0, th = 0, tw = 0;
+    char rest = 0;
+    if (std::sscanf(token_order.c_str(), "tile:%dx%dx%d%c", &tt, &th, &tw, &rest) != 3 || tt <= 0 || th <= 0 ||
+        tw <= 0)
+      fail("token_order '" + token_order + "' is not tile:TTxTHxTW (three positive tile sizes, e.g. tile:1x2x2)");
+  }
 }
 
 int64_t BlockConfig::frame_of_token(int64_t s) const {

@@ -1,5 +1,7 @@
 #include "drivers/batch_run.hpp"
 
+#include <algorithm>
+
 #include <unistd.h>
 
 #include <chrono>
@@ -162,6 +164,26 @@ BatchRecord BatchRecord::from_json(const nlohmann::json& j, const std::string& w
   }
 }
 
+void check_plan(const BatchPlan& plan) {
+  std::vector<std::pair<const BatchCase*, std::vector<std::string>>> groups;
+  for (const BatchCase& c : plan.cases) {
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return same_group(*g.first, c); });
+    if (it == groups.end()) groups.push_back({&c, {c.candidate}});
+    else it->second.push_back(c.candidate);
+  }
+  for (const auto& [first, candidates] : groups) {
+    GateRunOptions opts = plan.options;
+    opts.gate_arg = first->gate;
+    opts.check_only = true;
+    try {
+      run_gate_on_fixture(load_gate(first->gate), first->fixture, first->baseline, candidates, opts);
+    } catch (const InputError& e) {
+      throw InputError(plan.path + ": case " + first->id + " (fixture " + first->fixture + ", gate " + first->gate +
+                       ", baseline " + first->baseline + "): " + e.what());
+    }
+  }
+}
+
 std::vector<BatchRecord> judge_unit(const BatchPlan& plan, const WorkUnit& unit, const nlohmann::json& execution) {
   std::vector<BatchRecord> out;
   if (unit.cases.empty()) return out;
@@ -291,6 +313,9 @@ BatchReport assemble_report(const BatchPlan& plan, const std::map<std::string, B
 }
 
 int BatchReport::exit_code() const {
+  // Bad input found while running is bad input still (gate would exit 2 on it).
+  for (const auto& n : not_judged)
+    if (n.reason.rfind("bad input: ", 0) == 0) return kBadInput;
   if (!not_judged.empty()) return kGateFailed;
   for (const auto& r : runs)
     if (r.exit_code() != 0) return kGateFailed;

@@ -37,6 +37,12 @@ struct BatchRecord {
 // unit not judged, with the error as reason.
 std::vector<BatchRecord> judge_unit(const BatchPlan& plan, const WorkUnit& unit, const nlohmann::json& execution);
 
+// Before any worker starts: every group of the plan (fixture, gate, baseline
+// and its candidates) checked as `gate` checks it before work (specs, stored
+// outputs, the fixture, the slow-run guard); the first problem is an
+// InputError naming the plan's case, not a case left not judged.
+void check_plan(const BatchPlan& plan);
+
 // Results as files DIR/<id>.json (written atomically as each unit finishes),
 // so a run that dies keeps what it judged and --resume / merge can use it.
 void write_result(const std::string& dir, const BatchRecord& r);

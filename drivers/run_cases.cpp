@@ -1,5 +1,7 @@
 #include "drivers/run_cases.hpp"
 
+#include <cmath>
+
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -149,6 +151,12 @@ class FixtureProvider final : public EvidenceProvider {
       if (base.metrics.nonfinite > 0)
         ev.mistrusted.push_back("the baseline '" + c.baseline + "' has " + std::to_string(base.metrics.nonfinite) +
                                 " non-finite values: nothing trustworthy to judge against");
+      // Figures against a reference with NaN (zeroed by the metrics' guards)
+      // would read as a kernel's fault; the evidence is what cannot be trusted.
+      if (st.exact_nonfinite > 0)
+        ev.mistrusted.push_back("the exact reference '" + st.exact.spec + "' has " +
+                                std::to_string(st.exact_nonfinite) +
+                                " non-finite values: the figures against exact mean nothing");
       ev.details["backend"] = cand->name();
       ev.details["params"] = cand->params();
       if (!res.stats.empty()) ev.details["stats"] = res.stats;
@@ -205,6 +213,7 @@ class FixtureProvider final : public EvidenceProvider {
     BackendContext ctx;
     ExactChoice exact;
     Tensor exact_out;
+    int64_t exact_nonfinite = 0;
     bool exact_done = false;
     std::map<std::string, Baseline> baselines;
     std::optional<SpeedMeasurer> measurer;
@@ -235,6 +244,7 @@ class FixtureProvider final : public EvidenceProvider {
       auto b = make_attention_backend(st.exact.spec, st.ctx);
       const auto t0 = Clock::now();
       st.exact_out = b->run(st.problem).out;
+      for (double x : st.exact_out.data) st.exact_nonfinite += !std::isfinite(x);
       exact_runs_[st.path] = {{"name", b->name()}, {"ms", ms_since(t0)}};
       st.exact_done = true;
     }
@@ -354,7 +364,7 @@ CaseRun run_all(const GateFile* judged_by, const std::vector<Case>& cases, const
   if (o.pairs < 1) throw InputError("--pairs must be at least 1, got " + std::to_string(o.pairs));
   if (o.warmup < 0) throw InputError("--warmup must not be negative, got " + std::to_string(o.warmup));
   if (o.rotate < 1) throw InputError("--rotate must be at least 1, got " + std::to_string(o.rotate));
-  if (!(o.budget_s >= 0)) throw InputError("--budget-s must not be negative");
+  if (!(o.budget_s >= 0)) throw InputError("--budget-s must be a number of seconds >= 0, got " + std::to_string(o.budget_s));
   const GateFile gate = o.accuracy_only ? accuracy_gate(gate_in) : gate_in;
   if (judged_by && gate.rules.empty())
     throw InputError(gate_in.source + ": --accuracy-only leaves no rule (the gate has only speed rules)");
@@ -381,6 +391,7 @@ CaseRun run_all(const GateFile* judged_by, const std::vector<Case>& cases, const
     by_provider[&provider_of(c.source)].push_back(&c);
   }
   for (auto& [p, group] : by_provider) p->prepare(group);
+  if (o.check_only) return {};
 
   CaseRun out;
   GateRun& run = out.run;

@@ -29,6 +29,9 @@ struct CaseOptions : TimingOptions {
   // when a rule reads one (a sweep at block24: another pass over 271 M values).
   bool group_figures = true;
   std::string command = "gate";  // names the run in progress lines and refusals
+  // Check everything checkable (specs, fixture, gate, slow-run guard) and run
+  // nothing: `batch` checks every unit so before its workers start.
+  bool check_only = false;
 };
 
 // What a case's row shows beside its verdict (a sweep's density, distances,

@@ -2,6 +2,8 @@
 // reference on it, the candidate's figure against exact; and its reports.
 #include "drivers/scan.hpp"
 
+#include <cstring>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -215,7 +217,7 @@ nlohmann::json ScanResult::to_json() const {
                       {"budget", o.search.budget}, {"multiple", o.search.multiple},
                       {"resolution", o.search.resolution}, {"jump", o.search.jump},
                       {"floor", o.search.floor}}},
-          {"slope", search.slope},
+          {"slope", search.slope ? nlohmann::json(*search.slope) : nlohmann::json()},
           {"evaluations", evals},
           {"cliff", search.cliff ? search.cliff->to_json() : nlohmann::json()},
           {"other_departures", others},
@@ -241,11 +243,23 @@ std::string ScanResult::text() const {
     char line[256];
     std::snprintf(line, sizeof line, "  %-10lld%-14s%-10.1f%s", static_cast<long long>(e.x), f.c_str(), e.ms,
                   (std::to_string(e.order + 1) + (e.grid ? " (grid)" : " (bisection)")).c_str());
-    o << line << (e.error.empty() ? "" : "  " + e.error.substr(0, 120)) << "\n";
+    // The row fits 100 columns; the whole error is in --json.
+    std::string err = e.error;
+    const size_t room = 100 > std::strlen(line) + 2 ? 100 - std::strlen(line) - 2 : 0;
+    if (err.size() > room) err = room > 3 ? err.substr(0, room - 3) + "..." : "";
+    o << line << (err.empty() ? "" : "  " + err) << "\n";
   }
-  o << "trend: " << fig << " ~ " << dim << "^" << format_number(search.slope, 3) << "; " << search.evaluations.size()
-    << " evaluations\n";
+  bool any_finite = false;
+  for (const auto& e : search.evaluations) any_finite = any_finite || (e.figure && std::isfinite(*e.figure));
+  if (search.slope)
+    o << "trend: " << fig << " ~ " << dim << "^" << format_number(*search.slope, 3) << "; "
+      << search.evaluations.size() << " evaluations\n";
+  else
+    o << "trend: none (no two neighbouring runs gave a finite figure); " << search.evaluations.size()
+      << " evaluations\n";
   if (search.cliff) o << search.cliff->text << "\n";
+  else if (!any_finite) o << "nothing measured: every run failed or gave no finite figure (errors above)\n";
+  else if (!search.slope) o << "no cliff located: too few finite runs to have a trend\n";
   else o << "no cliff: every step follows the trend within a factor " << format_number(options.search.jump) << "\n";
   for (const auto& [a, b] : search.other_departures)
     o << "also off the trend (not bisected): between " << a << " and " << b << "\n";
@@ -267,7 +281,9 @@ std::string ScanResult::html() const {
                          "cliff " + std::to_string(search.cliff->below) + "-" + std::to_string(search.cliff->above)});
   std::ostringstream b;
   b << "<h1>touchstone scan: <code>" << markup_escape(candidate_name) << "</code></h1>\n<p>"
-    << markup_escape(search.cliff ? search.cliff->text : "no cliff: every step follows the trend") << "</p>\n"
+    << markup_escape(search.cliff ? search.cliff->text
+                     : search.slope ? "no cliff: every step follows the trend"
+                                    : "no trend: no two neighbouring runs gave a finite figure") << "</p>\n"
     << "<figure><figcaption><span class=\"note\">blue: the first grid; purple: bisection steps; x on the axis: a "
        "failed or non-finite run; shaded: where the cliff lies</span></figcaption>\n"
     << svg::xy_plot(p) << "</figure>\n<table>\n<tr><th>" << markup_escape(dim) << "</th><th>"

@@ -64,7 +64,9 @@ struct ScanCliff {
 
 struct ScanSearchResult {
   std::vector<ScanEvaluation> evaluations;  // in order of evaluation
-  double slope = 0;  // the trend: d log10(figure) / d log10(x), the median over the grid's steps
+  // The trend: d log10(figure) / d log10(x), the median over the grid's steps;
+  // none when no two neighbouring grid runs gave a finite figure.
+  std::optional<double> slope;
   std::optional<ScanCliff> cliff;
   std::vector<std::pair<int64_t, int64_t>> other_departures;  // further grid steps off the trend, not bisected
   std::vector<ScanEvaluation> sorted() const;                // by x

@@ -111,7 +111,7 @@ ScanSearchResult scan_search(const ScanSearchOptions& o, const ScanFunction& eva
     double d;
     if (broken(g[i]) != broken(g[i + 1])) d = std::numeric_limits<double>::infinity();
     else if (broken(g[i])) continue;
-    else d = std::fabs(level(g[i + 1]) - level(g[i]) - r.slope * (lx(g[i + 1].x) - lx(g[i].x)));
+    else d = std::fabs(level(g[i + 1]) - level(g[i]) - r.slope.value_or(0) * (lx(g[i + 1].x) - lx(g[i].x)));
     if (d > limit) off.push_back({d, i});
   }
   if (off.empty()) return r;
@@ -138,7 +138,8 @@ ScanSearchResult scan_search(const ScanSearchOptions& o, const ScanFunction& eva
       like_a = broken(e) == broken(a);
     } else {
       // Both ends finite: the end whose trend line passes nearer the midpoint.
-      const double pa = level(a) + r.slope * (lx(mid) - lx(a.x)), pb = level(b) - r.slope * (lx(b.x) - lx(mid));
+      const double k = r.slope.value_or(0);
+      const double pa = level(a) + k * (lx(mid) - lx(a.x)), pb = level(b) - k * (lx(b.x) - lx(mid));
       like_a = std::fabs(level(e) - pa) <= std::fabs(level(e) - pb);
     }
     (like_a ? a : b) = e;

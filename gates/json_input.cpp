@@ -1,6 +1,12 @@
 #include "gates/json_input.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -183,12 +189,33 @@ nlohmann::json parse(const std::string& text, const std::string& where) {
 }
 
 std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw InputError(path + ": cannot read file");
-  return ss.str();
+  // O_NONBLOCK: a FIFO must not wait for a writer; only regular files are read
+  // (/dev/zero would never end, a folder is no JSON).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw InputError(path + ": cannot open file: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const bool dir = S_ISDIR(st.st_mode);
+    ::close(fd);
+    throw InputError(path + ": " + (dir ? "is a folder" : "is not a regular file (a device, FIFO or socket)") +
+                     ", not a JSON file");
+  }
+  std::string text;
+  text.reserve(static_cast<size_t>(st.st_size));
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      throw InputError(path + ": cannot read file: " + std::strerror(err));
+    }
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return text;
 }
 
 nlohmann::json read_file(const std::string& path) { return parse(read_text(path), path); }

@@ -371,7 +371,21 @@ int64_t Store::append(const RunRecord& r) {
   }
 }
 
-void check_store(const std::string& db_path) { (void)Store::open_for_append(db_path); }
+void check_store(const std::string& db_path) {
+  // A store that does not exist yet is created by the run's record, not by
+  // this check: a run refused afterwards leaves no empty database behind.
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(db_path, ec)) {
+    const fs::path dir = fs::path(db_path).parent_path().empty() ? fs::path(".") : fs::path(db_path).parent_path();
+    if (!fs::is_directory(dir, ec))
+      throw InputError("--record " + db_path + ": no folder " + dir.string() + " to create the results store in");
+    if (::access(dir.c_str(), W_OK) != 0)
+      throw InputError("--record " + db_path + ": folder " + dir.string() + " is not writable");
+    return;
+  }
+  (void)Store::open_for_append(db_path);
+}
 
 int64_t record_run(const std::string& db_path, const GateRun& run, const Provenance& provenance) {
   Store st = Store::open_for_append(db_path);

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -20,6 +21,19 @@
 
 namespace ts {
 namespace {
+
+// The isolation probe's limit: the context's (600 s, room for a block24 run),
+// or TOUCHSTONE_PLUGIN_PROBE_TIMEOUT_S, so that a CI job fails a hanging plugin fast.
+double probe_timeout(const BackendContext& ctx) {
+  const char* e = std::getenv("TOUCHSTONE_PLUGIN_PROBE_TIMEOUT_S");
+  if (!e || !*e) return ctx.probe_timeout_s;
+  char* end = nullptr;
+  const double v = std::strtod(e, &end);
+  if (end == e || *end != '\0' || !(v > 0) || !std::isfinite(v))
+    throw InputError(std::string("TOUCHSTONE_PLUGIN_PROBE_TIMEOUT_S='") + e + "' is not a positive number of seconds");
+  return v;
+}
+
 
 tsk_dtype abi_dtype(DType d) {
   switch (d) {
@@ -209,7 +223,7 @@ std::unique_ptr<AttentionBackend> make_plugin_backend(const std::string& spec, c
     throw InputError("backend '" + printable(spec) + "': " + printable(ps.path) + " is a folder, not a plugin file");
   auto b = std::make_unique<PluginBackend>(spec, std::move(ps));
   if (!ctx.fixture_path.empty()) {
-    const ProbeOutcome pr = run_plugin_probe(ctx.probe_exe, spec, ctx.fixture_path, ctx.probe_timeout_s);
+    const ProbeOutcome pr = run_plugin_probe(ctx.probe_exe, spec, ctx.fixture_path, probe_timeout(ctx));
     if (!pr.ok) {
       b->fail(pr.message);
       return b;

@@ -1,5 +1,8 @@
 #include "kernels_under_test/stored_output.hpp"
 
+#include <cmath>
+#include <cstdio>
+
 #include "core/error.hpp"
 #include "core/printable.hpp"
 #include "core/suggest.hpp"
@@ -21,6 +24,15 @@ class StoredBackend final : public AttentionBackend {
       const Tensor t = read_tensor(fixture_, timings);
       if (t.rank() != 1 || t.numel() == 0)
         throw InputError(fixture_ + ": " + timings + ": expected a non-empty 1-D array of ms");
+      // A time of 0, negative or NaN is no measurement: refused here, before any
+      // case runs, not as a ratio the interval cannot take.
+      for (size_t i = 0; i < t.data.size(); ++i)
+        if (!std::isfinite(t.data[i]) || t.data[i] <= 0) {
+          char v[32];
+          std::snprintf(v, sizeof v, "%g", t.data[i]);
+          throw InputError(fixture_ + ": " + timings + ": sample " + std::to_string(i) + " is " + v +
+                           ", not a positive finite time in ms");
+        }
       timings_ = t.data;
       const nlohmann::json a = read_attrs(fixture_, timings);
       clock_ = a.contains("clock") && a["clock"].is_string() ? a["clock"].get<std::string>() : "unknown";

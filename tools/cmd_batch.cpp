@@ -144,6 +144,8 @@ int run(const Opts& o) {
     if (!o.reports.json.to_stdout()) std::cout << ts::dry_run_text(plan, units, shards, n) << std::flush;
     return 0;
   }
+  // Bad input is exit 2 before any work, not cases left not judged.
+  ts::check_plan(plan);
 
   std::error_code ec;
   fs::create_directories(results, ec);
@@ -304,7 +306,7 @@ ts::cli::Registration reg{
                      "worker processes (default: one per GPU of nvidia-smi -L, else 1); threads split evenly")
           ->check(CLI::Range(1, 4096));
       app.add_option("--shard", o->shard, "run only shard I of N (I/N, 0-based) or slurm (SLURM_ARRAY_TASK_ID/COUNT)");
-      app.add_option("-o,--output", o->output, "with --shard: the shard file (default RESULTS/shard-I-of-N.json)");
+      ts::cli::mark_output(app.add_option("-o,--output", o->output, "with --shard: the shard file (default RESULTS/shard-I-of-N.json)"), true);
       app.add_option("--results", o->results, "folder of per-case records (default: PLAN with .results)");
       app.add_flag("--resume", o->resume, "skip cases judged already in the results folder");
       app.add_option("--rank-timeout", o->rank_timeout_s,
@@ -332,7 +334,7 @@ ts::cli::Registration reg_merge{
       app.add_option("inputs", o->inputs, "shard files, or results folders")->required();
       app.add_option("--plan-file", o->plan, "the plan (needed when only results folders are given)");
       add_reports(app, o->reports);
-      app.add_option("-o", o->reports.json.path, "the JSON report (as --json PATH)");
+      ts::cli::mark_output(app.add_option("-o", o->reports.json.path, "the JSON report (as --json PATH)"), true);
       ts::cli::set_example(app, "touchstone batch merge shard-*.json -o report.json --junit report.xml");
       return [o] { return merge(*o); };
     }};

@@ -171,6 +171,13 @@ int run(const Opts& o) {
                 "   stored with CUDA-event timings), against the real Sage kernel of the GB10 path:\n   %s\n",
                 real.c_str());
     std::fputs(ts::render_terminal(*kernels).c_str(), stdout);
+    if (real.find("real_kernels_ci.h5") == std::string::npos)
+      std::printf(
+          "   Speed is missing above: these kernels were each timed in a process of their own (captured\n"
+          "   before timing runs were recorded), and samples of separate runs are not set against each\n"
+          "   other on one run a side (gates/README.md \"Timing runs\"). Re-captured interleaved in one\n"
+          "   timing run on a GPU machine (scripts/capture-real-kernels-interleaved, which writes\n"
+          "   fixtures/data/real_kernels_ci.h5), this section gives real speed verdicts.\n");
   } else {
     std::printf("\n3. (the real-kernel fixture %s is absent: real speed verdicts skipped)\n", real.c_str());
   }

@@ -47,7 +47,7 @@ Registration synth_reg{
       app.add_flag("--with-block", o->with_block,
                    "also synthesize /block (x, modulation, weights, observed stages); q, k, v "
                    "become the block's own attention inputs");
-      app.add_option("-o,--output", o->out, "fixture file to write (HDF5)")->required();
+      ts::cli::mark_output(app.add_option("-o,--output", o->out, "fixture file to write (HDF5)")->required(), false);
       app.add_flag("--force", o->force,
                    "replace an existing file at -o, with every output it holds (default: refuse, "
                    "exit 2)");

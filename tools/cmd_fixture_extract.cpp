@@ -24,7 +24,7 @@ ts::cli::Registration reg{
       app.add_option("--with", o->e.with, "a backend spec run on the full sequence of the kept heads and stored "
                                           "sliced (repeatable; the candidate and baseline of a triage)");
       app.add_option("--exact", o->e.exact, "how /outputs/exact is computed when F has none")->capture_default_str();
-      app.add_option("-o,--output", o->out, "the slice (HDF5)")->required();
+      ts::cli::mark_output(app.add_option("-o,--output", o->out, "the slice (HDF5)")->required(), false);
       app.add_flag("--force", o->e.force, "replace an existing file at -o");
       ts::cli::set_example(app, "touchstone fixture extract ci.h5 --heads 2 --tokens 192:384 --with sol:tau=1.3 -o small.h5");
       return [o]() -> int {

@@ -47,7 +47,7 @@ ts::cli::Registration reg{
     [](CLI::App& app) -> ts::cli::Action {
       auto o = std::make_shared<Opts>();
       app.add_option("report", o->report, "benchmark report (JSON)")->required();
-      app.add_option("-o,--output", o->out, "measurements file to write");
+      ts::cli::mark_output(app.add_option("-o,--output", o->out, "measurements file to write"), true);
       ts::cli::add_json_option(app, o->json, "the result");
       ts::cli::set_example(app, "touchstone import-report gb10_sage2_vs_sol_block24.json -o m.json");
       app.add_option("--strip-suffix", o->strip,

@@ -36,6 +36,14 @@ CLI::Option* add_json_option(CLI::App& app, ReportTarget& target, const std::str
 // --junit/--markdown/--html PATH: a report file ("-": stdout), checked at parse time.
 CLI::Option* add_report_option(CLI::App& app, const std::string& flag, ReportTarget& target,
                                const std::string& help);
+// Marks an option as naming a file the command writes: a report (JSON, HTML,
+// Markdown, JUnit: never written over an HDF5 file) or another output (a
+// fixture, with its own --force). add_json_option and add_report_option mark theirs.
+void mark_output(CLI::Option* option, bool report);
+// Before any work: an output that is also one of the command's inputs, the
+// same file as another output, or (for a report) an existing HDF5 file is
+// refused with an InputError; nothing already on disk is lost.
+void check_outputs(const CLI::App& command);
 // "Example:" lines under a subcommand's --help.
 void set_example(CLI::App& app, const std::string& example);
 

@@ -95,7 +95,14 @@ int main(int argc, char** argv) {
     return ts::kBadInput;
   }
   try {
-    return it->second();
+    ts::cli::check_outputs(*cur);
+    const int rc = it->second();
+    // Results that never reached stdout (a full disk, a closed pipe) are no
+    // results: say so rather than exit as if they had been printed.
+    std::cout.flush();
+    if (std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout)
+      throw ts::InputError(std::string("cannot write the results to stdout: ") + std::strerror(errno));
+    return rc;
   } catch (const ts::InputError& e) {
     std::fprintf(stderr, "touchstone: error: %s\n", ts::printable(e.what()).c_str());
     return ts::kBadInput;

@@ -3,8 +3,12 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <vector>
 #include <iostream>
 
+#include "core/error.hpp"
 #include "gates/report.hpp"
 #include "tools/command.hpp"
 
@@ -25,6 +29,28 @@ std::string report_path_problem(const std::string& path) {
   return "";
 }
 
+std::map<const CLI::Option*, bool>& outputs() {
+  static std::map<const CLI::Option*, bool> m;
+  return m;
+}
+
+// The file an input value names: a path, or plugin:PATH[,key=value...].
+std::string file_of(const std::string& v) {
+  if (v.rfind("plugin:", 0) == 0) return v.substr(7, v.find(',') == std::string::npos ? std::string::npos : v.find(',') - 7);
+  return v;
+}
+
+bool is_hdf5(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char sig[8] = {};
+  return in.read(sig, 8) && std::string(sig, 8) == std::string("\x89HDF\r\n\x1a\n", 8);
+}
+
+std::string flag_of(const CLI::Option* o) {
+  const std::string n = o->get_name();
+  return n.empty() ? std::string("an argument") : n;
+}
+
 CLI::Validator report_path() {
   return CLI::Validator(
       [](std::string& v) { return report_path_problem(v); }, "PATH", "report path");
@@ -39,15 +65,52 @@ void ReportTarget::emit(const std::string& text) const {
 }
 
 CLI::Option* add_json_option(CLI::App& app, ReportTarget& target, const std::string& what) {
-  return app.add_option("--json", target.path, what + " as JSON: on stdout (--json or --json -) or to a file (--json PATH)")
+  CLI::Option* o =
+      app.add_option("--json", target.path, what + " as JSON: on stdout (--json or --json -) or to a file (--json PATH)")
       ->expected(0, 1)
       ->default_str("-")
       ->check(report_path());
+  mark_output(o, true);
+  return o;
 }
 
 CLI::Option* add_report_option(CLI::App& app, const std::string& flag, ReportTarget& target,
                                const std::string& help) {
-  return app.add_option(flag, target.path, help + " (PATH, or - for stdout)")->check(report_path());
+  CLI::Option* o = app.add_option(flag, target.path, help + " (PATH, or - for stdout)")->check(report_path());
+  mark_output(o, true);
+  return o;
+}
+
+void mark_output(CLI::Option* option, bool report) { outputs()[option] = report; }
+
+void check_outputs(const CLI::App& command) {
+  namespace fs = std::filesystem;
+  std::vector<std::pair<const CLI::Option*, std::string>> inputs, given;
+  for (const CLI::App* a = &command; a; a = a->get_parent())
+    for (const CLI::Option* o : a->get_options()) {
+      if (o->count() == 0) continue;
+      const bool out = outputs().count(o) > 0;
+      for (const auto& v : o->results())
+        if (!v.empty() && v != "-") (out ? given : inputs).emplace_back(o, v);
+    }
+  for (size_t i = 0; i < given.size(); ++i) {
+    const auto& [o, path] = given[i];
+    std::error_code ec;
+    for (size_t j = 0; j < i; ++j)
+      if (fs::weakly_canonical(path, ec) == fs::weakly_canonical(given[j].second, ec))
+        throw InputError(flag_of(o) + " " + path + " is also " + flag_of(given[j].first) +
+                         ": one file cannot hold both outputs");
+    if (!fs::exists(path, ec)) continue;
+    for (const auto& [in, v] : inputs) {
+      const std::string file = file_of(v);
+      if (fs::exists(file, ec) && fs::equivalent(path, file, ec))
+        throw InputError(flag_of(o) + " " + path + " is also an input (" + flag_of(in) + " " + v +
+                         "): refusing to overwrite it; write the output elsewhere");
+    }
+    if (outputs()[o] && fs::is_regular_file(path, ec) && is_hdf5(path))
+      throw InputError(flag_of(o) + " " + path + " is an HDF5 file (a fixture?), not a report: "
+                       "refusing to overwrite it; write the report elsewhere");
+  }
 }
 
 void set_example(CLI::App& app, const std::string& example) { app.footer("Example:\n  " + example); }

@@ -20,9 +20,17 @@ def _kernel_list():
                       for name, doc in kernels.BUILTIN.items())
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line on stderr and exit 2, as the C++ CLI gives them (the
+    subcommands' parsers are of this class too: argparse makes them with the parent's)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def _parser():
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _OneLineParser(prog=PROG, description=__doc__.split("\n")[0],
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", metavar="{replay,from-npz,sage-fidelity,scan}")
     sub.required = True
 
@@ -141,7 +149,12 @@ def _from_npz(a):
     from .layouts import to_shd
     from .schema import attention_config
 
-    data = np.load(a.npz)
+    try:
+        data = np.load(a.npz, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as e:
+        raise CaptureError(f"{a.npz}: not a readable .npz file of arrays ({e})") from None
+    if not hasattr(data, "files"):
+        raise CaptureError(f"{a.npz}: a single .npy array, not an .npz file with q, k and v")
     for key in ("q", "k", "v"):
         if key not in data:
             raise CaptureError(f"{a.npz}: missing array '{key}'")
