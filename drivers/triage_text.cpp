@@ -2,9 +2,11 @@
 // figure comes from the report's JSON, so text, JSON and HTML never disagree.
 #include <cmath>
 #include <cstdio>
+#include <algorithm>
 #include <sstream>
 
 #include "drivers/triage.hpp"
+#include "gates/report.hpp"
 
 namespace ts {
 namespace {
@@ -161,7 +163,18 @@ std::string render_triage_text(const nlohmann::json& r) {
   }
   o << "\nrepro: " << r["repro"]["command"].get<std::string>() << "\nslice: " << r["repro"]["extract"].get<std::string>()
     << "\n  then: " << r["repro"]["on_slice"].get<std::string>() << "\n";
-  return o.str();
+  // Fitted to the terminal as the gate's report is: long lines broken at
+  // spaces, continuation indented under their own line, commands with a
+  // shell continuation so that they still paste.
+  const int width = terminal_width();
+  std::istringstream in(o.str());
+  std::string fitted;
+  for (std::string line; std::getline(in, line);) {
+    const size_t lead = std::min(line.find_first_not_of(' '), line.size());
+    const bool command = line.rfind("repro: ", 0) == 0 || line.rfind("slice: ", 0) == 0 || line.rfind("  then: ", 0) == 0;
+    fitted += wrap_for_terminal(line, width, static_cast<int>(lead) + 4, command);
+  }
+  return fitted;
 }
 
 }  // namespace ts

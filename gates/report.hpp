@@ -48,7 +48,8 @@ std::string render_terminal(const GateRun& run, int width);
 // `text` broken at spaces into lines of at most `width` columns, continuation
 // lines indented by `indent` (the terminal report's wrapping, for the other
 // lines a command prints around it).
-std::string wrap_for_terminal(const std::string& text, int width, int indent = 4);
+// With `shell`, broken lines end in a backslash (a command that still pastes).
+std::string wrap_for_terminal(const std::string& text, int width, int indent = 4, bool shell = false);
 inline constexpr int kDefaultTerminalWidth = 100;
 inline constexpr int kMinTerminalWidth = 40;
 int terminal_width();

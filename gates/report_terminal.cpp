@@ -220,9 +220,10 @@ int terminal_width() {
   return kDefaultTerminalWidth;
 }
 
-std::string wrap_for_terminal(const std::string& text, int width, int indent) {
+std::string wrap_for_terminal(const std::string& text, int width, int indent, bool shell) {
   std::ostringstream out;
-  wrapped(out, text, static_cast<size_t>(std::max(width, kMinTerminalWidth)), static_cast<size_t>(std::max(indent, 0)));
+  wrapped(out, text, static_cast<size_t>(std::max(width, kMinTerminalWidth)), static_cast<size_t>(std::max(indent, 0)),
+          shell);
   return out.str();
 }
 

@@ -184,3 +184,16 @@ TEST_CASE("review: TOUCHSTONE_PLUGIN_PROBE_TIMEOUT_S fails a hanging plugin fast
   // Only read when a plugin is probed; a bad value then is bad input.
   CHECK(bad.code == 0);
 }
+
+TEST_CASE("review: triage's text fits 100 columns off a terminal, its commands still one shell line each") {
+  const std::string f = tiny("triage_width");
+  const Result r = cli("triage " + f + " --candidate sol:tau=1.3");
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  for (size_t a = 0, b; (b = r.out.find('\n', a)) != std::string::npos; a = b + 1) CHECK(b - a <= 100);
+  // A wrapped command ends its broken lines with a backslash.
+  const size_t slice = r.out.find("slice: ");
+  REQUIRE(slice != std::string::npos);
+  const std::string rest = r.out.substr(slice, r.out.find('\n', slice) - slice);
+  if (rest.size() >= 99) CHECK(rest.back() == '\\');
+}
