@@ -1,9 +1,8 @@
 #include "drivers/batch_run.hpp"
 
-#include <algorithm>
-
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>

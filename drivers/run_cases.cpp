@@ -1,8 +1,7 @@
 #include "drivers/run_cases.hpp"
 
-#include <cmath>
-
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 
@@ -364,7 +363,8 @@ CaseRun run_all(const GateFile* judged_by, const std::vector<Case>& cases, const
   if (o.pairs < 1) throw InputError("--pairs must be at least 1, got " + std::to_string(o.pairs));
   if (o.warmup < 0) throw InputError("--warmup must not be negative, got " + std::to_string(o.warmup));
   if (o.rotate < 1) throw InputError("--rotate must be at least 1, got " + std::to_string(o.rotate));
-  if (!(o.budget_s >= 0)) throw InputError("--budget-s must be a number of seconds >= 0, got " + std::to_string(o.budget_s));
+  if (!(o.budget_s >= 0))
+    throw InputError("--budget-s must be a number of seconds >= 0, got " + std::to_string(o.budget_s));
   const GateFile gate = o.accuracy_only ? accuracy_gate(gate_in) : gate_in;
   if (judged_by && gate.rules.empty())
     throw InputError(gate_in.source + ": --accuracy-only leaves no rule (the gate has only speed rules)");

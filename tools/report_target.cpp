@@ -4,9 +4,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <vector>
-#include <iostream>
 
 #include "core/error.hpp"
 #include "gates/report.hpp"
@@ -36,8 +36,9 @@ std::map<const CLI::Option*, bool>& outputs() {
 
 // The file an input value names: a path, or plugin:PATH[,key=value...].
 std::string file_of(const std::string& v) {
-  if (v.rfind("plugin:", 0) == 0) return v.substr(7, v.find(',') == std::string::npos ? std::string::npos : v.find(',') - 7);
-  return v;
+  if (v.rfind("plugin:", 0) != 0) return v;
+  const size_t comma = v.find(',');
+  return v.substr(7, comma == std::string::npos ? std::string::npos : comma - 7);
 }
 
 bool is_hdf5(const std::string& path) {
@@ -96,7 +97,9 @@ void check_outputs(const CLI::App& command) {
   for (size_t i = 0; i < given.size(); ++i) {
     const auto& [o, path] = given[i];
     std::error_code ec;
-    for (size_t j = 0; j < i; ++j)
+    // Two reports to one device (/dev/null) are fine; to one file, one would be lost.
+    const bool device = fs::exists(path, ec) && !fs::is_regular_file(path, ec);
+    for (size_t j = 0; j < i && !device; ++j)
       if (fs::weakly_canonical(path, ec) == fs::weakly_canonical(given[j].second, ec))
         throw InputError(flag_of(o) + " " + path + " is also " + flag_of(given[j].first) +
                          ": one file cannot hold both outputs");
