@@ -64,6 +64,20 @@ def serve(kernel_spec, device="auto", layout=None):
     return 0
 
 
+def _check_importable(kernel):
+    """A kernel whose library is missing (sageattention, spas_sage_attn) is bad input, said once
+    before any shape is synthesized, not a failure at every shape. Other errors of make() (one
+    that needs a fixture, say) are left to the shapes, which report them."""
+    import torch
+
+    try:
+        kernel.make(torch, {})
+    except ImportError as e:
+        raise CaptureError(f"kernel {kernel.spec!r}: {e}") from None
+    except Exception:  # noqa: BLE001 — not this check's to judge
+        pass
+
+
 def _parser():
     p = argparse.ArgumentParser(
         prog=PROG, allow_abbrev=False, formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -90,8 +104,9 @@ def main(argv):
     try:
         from . import kernels
 
-        kernels.resolve(a.kernel, a.layout)  # a bad name fails here, before touchstone starts
+        k = kernels.resolve(a.kernel, a.layout)  # a bad name fails here, before touchstone starts
         exe = find_touchstone(a.touchstone)
+        _check_importable(k)
     except (CaptureError, ImportError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2

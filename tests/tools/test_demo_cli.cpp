@@ -46,6 +46,10 @@ TEST_CASE("demo: emulations are judged on accuracy only; no speed verdict comes 
   if (!interleaved) {
     CHECK(kernels.find("different timing runs") != std::string::npos);
     CHECK(kernels.find("scripts/capture-real-kernels-interleaved") != std::string::npos);
+  } else {
+    // One timing run: every speed rule is judged on the device's clock.
+    CHECK(kernels.find("speed decided on the device_events clock") != std::string::npos);
+    CHECK(kernels.find("missing") == std::string::npos);
   }
   // Not on a terminal: nothing wider than 100 columns, and nothing on stderr
   // (the committed fixture is sealed: no note about its digests).
