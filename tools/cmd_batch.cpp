@@ -304,7 +304,7 @@ ts::cli::Registration reg{
       app.add_flag("--dry-run", o->dry_run, "print the cases, their shards and cost estimates; run nothing");
       app.add_option("--workers", o->workers,
                      "worker processes (default: one per GPU of nvidia-smi -L, else 1); threads split evenly")
-          ->check(CLI::Range(1, 4096));
+          ->check(ts::cli::integer_in(1, 4096));
       app.add_option("--shard", o->shard, "run only shard I of N (I/N, 0-based) or slurm (SLURM_ARRAY_TASK_ID/COUNT)");
       ts::cli::mark_output(app.add_option("-o,--output", o->output, "with --shard: the shard file (default RESULTS/shard-I-of-N.json)"), true);
       app.add_option("--results", o->results, "folder of per-case records (default: PLAN with .results)");
@@ -312,7 +312,7 @@ ts::cli::Registration reg{
       app.add_option("--rank-timeout", o->rank_timeout_s,
                      "under mpirun: a rank silent this long (no heartbeat) is taken as dead")
           ->capture_default_str()
-          ->check(CLI::PositiveNumber);
+          ->check(ts::cli::number_at_least(0, true));
       app.add_flag("--progress", o->progress, "progress lines on stderr even when it is not a terminal");
       add_reports(app, o->reports);
       app.add_option("--worker", o->worker, "")->group("");

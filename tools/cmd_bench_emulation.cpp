@@ -137,7 +137,7 @@ ts::cli::Registration reg{
       app.add_option("--fixture", o->fixture, "time on this fixture's attention inputs instead");
       app.add_option("--reps", o->reps, "timed repetitions per backend (after one warm-up)")
           ->capture_default_str()
-          ->check(CLI::Range(1, 1000000));
+          ->check(ts::cli::integer_in(1, 1000000));
       app.add_option("--seed", o->seed, "synthesis seed")->capture_default_str();
       app.add_option("--backend", o->backends,
                      "backend spec to time (repeatable; default: exact, sage2 at each distinct preset, "

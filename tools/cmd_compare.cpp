@@ -173,7 +173,7 @@ ts::cli::Registration reg{
                      "with --html: a third tensor (the baseline, as A) against B, drawn per group as the noise floor");
       ts::cli::add_report_option(app, "--junit", o->junit, "with --stages: JUnit XML, one test case per stage x rule");
       ts::cli::add_report_option(app, "--markdown", o->markdown, "with --stages: a Markdown summary");
-      app.add_option("--top", o->top, "how many of the worst groups to print")->capture_default_str()->check(CLI::PositiveNumber);
+      app.add_option("--top", o->top, "how many of the worst groups to print")->capture_default_str()->check(ts::cli::integer_in(1, 1000000));
       app.add_flag("--stages", o->stages,
                    "compare block stage sets: A and B are observed, an /outputs name, or (B only) recompute; "
                    "every stage a rule names is judged, exit 1 unless all pass");

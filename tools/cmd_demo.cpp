@@ -210,7 +210,7 @@ ts::cli::Registration reg{
       app.add_option("--seed", o->seed, "synthesis seed")->capture_default_str();
       app.add_option("--pairs", o->pairs, "timing pairs per candidate in the gate (a speed rule needs at least 3)")
           ->capture_default_str()
-          ->check(CLI::Range(1, 1000000));
+          ->check(ts::cli::integer_in(1, 1000000));
       app.add_option("--keep", o->keep, "keep the fixture in this folder instead of a temporary one");
       ts::cli::add_json_option(app, o->json, "the result");
       ts::cli::set_example(app, "touchstone demo --preset ci");

@@ -89,14 +89,14 @@ ts::cli::Registration reg{
       app.add_option("--pairs", o->pairs,
                      "timed pairs per candidate (A B A B ...); a speed rule needs at least 3")
           ->capture_default_str()
-          ->check(CLI::Range(1, 1000000));
-      app.add_option("--warmup", o->warmup, "untimed warm-up pairs")->capture_default_str()->check(CLI::NonNegativeNumber);
+          ->check(ts::cli::integer_in(1, 1000000));
+      app.add_option("--warmup", o->warmup, "untimed warm-up pairs")->capture_default_str()->check(ts::cli::integer_in(0, 1000000));
       app.add_option("--budget-s", o->budget_s, "stop timing a candidate after this many seconds (min 3 pairs; 0: no limit)")
           ->capture_default_str()
-          ->check(CLI::NonNegativeNumber);
+          ->check(ts::cli::number_at_least(0));
       app.add_option("--rotate", o->rotate, "input copies timed runs cycle through")
           ->capture_default_str()
-          ->check(CLI::Range(1, 1000));
+          ->check(ts::cli::integer_in(1, 1000));
       app.add_option("--exact", o->exact,
                      "the exact reference: auto (a stored /outputs/exact or /outputs/exact_cuda, else the "
                      "device mirror for a large fixture when a device is present, else the CPU), exact, "

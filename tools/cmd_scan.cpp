@@ -45,8 +45,8 @@ ts::cli::Registration reg{
       app.add_option("--label", o->label, "what the reports call the candidate (default: the backend's name)");
       app.add_option("--exact", s.exact, "the exact reference backend (exact, exact_cuda)")->capture_default_str();
       app.add_option("--dim", o->dim, "what is varied: seq | heads | head_dim")->capture_default_str();
-      app.add_option("--from", s.search.from, "the smallest shape")->required()->check(CLI::PositiveNumber);
-      app.add_option("--to", s.search.to, "the largest shape")->required()->check(CLI::PositiveNumber);
+      app.add_option("--from", s.search.from, "the smallest shape")->required()->check(ts::cli::integer_in(1, 1000000000));
+      app.add_option("--to", s.search.to, "the largest shape")->required()->check(ts::cli::integer_in(1, 1000000000));
       app.add_option("--points", s.search.points, "the first grid's points, geometric over the range (>= 4)")
           ->capture_default_str();
       app.add_option("--budget", s.search.budget, "evaluations in all, grid included")->capture_default_str();
@@ -66,11 +66,11 @@ ts::cli::Registration reg{
       app.add_option("--preset", s.preset, "the geometry the shapes are cut from (tiny | ci | medium | block24)")
           ->capture_default_str();
       app.add_option("--seq", o->seq, "the sequence length when it is not varied (default: the preset's)")
-          ->check(CLI::PositiveNumber);
+          ->check(ts::cli::integer_in(1, 1000000000));
       app.add_option("--heads", o->heads, "the heads when they are not varied (default: the preset's)")
-          ->check(CLI::PositiveNumber);
+          ->check(ts::cli::integer_in(1, 1000000000));
       app.add_option("--head-dim", o->head_dim, "the head dim when it is not varied (default: the preset's)")
-          ->check(CLI::PositiveNumber);
+          ->check(ts::cli::integer_in(1, 1000000000));
       app.add_option("--seed", s.seed, "synthesis seed")->capture_default_str();
       app.add_option("--work-dir", s.work_dir, "where a worker's fixtures are written (default: the temp dir)");
       app.add_flag("--allow-slow", s.allow_slow,

@@ -48,7 +48,10 @@ ts::cli::Registration reg{
       s.baseline = ts::sage2_default_spec();
       app.add_option("fixture", o->fixture, "fixture file (HDF5)")->required();
       app.add_option("--backend", s.backend, "backend kind taking tau (sol, sol_cuda)")->capture_default_str();
-      app.add_option("--tau", s.taus, "comma-separated thresholds")->delimiter(',')->capture_default_str();
+      app.add_option("--tau", s.taus, "comma-separated thresholds")
+          ->delimiter(',')
+          ->capture_default_str()
+          ->check(ts::cli::finite_number());
       app.add_option("--precision", s.precision, "bf16 | int8_qk | int8_qk_pv");
       app.add_option("--param", s.params, "extra backend knob key=value (repeatable)");
       app.add_option("--baseline", s.baseline, "backend spec the rows are compared with")->capture_default_str();
@@ -71,10 +74,10 @@ ts::cli::Registration reg{
                      "with a speed rule, timed pairs per row as touchstone gate takes them; 0: none (the "
                      "rule is missing, with the reason, except between two stored sides' /timings)")
           ->capture_default_str()
-          ->check(CLI::Range(0, 1000000));
+          ->check(ts::cli::integer_in(0, 1000000));
       app.add_option("--warmup", s.warmup, "untimed warm-up pairs (with --pairs)")
           ->capture_default_str()
-          ->check(CLI::NonNegativeNumber);
+          ->check(ts::cli::integer_in(0, 1000000));
       app.add_option("--seed", s.seed, "bootstrap seed")->capture_default_str();
       app.add_flag("--allow-slow", s.allow_slow,
                    "start even when the CPU work is estimated over the limit (10 min; env TOUCHSTONE_SLOW_LIMIT_S)");

@@ -6,6 +6,7 @@
 // (cmd_demo, ...), not an anonymous one: CI's unity build joins the files.
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <limits>
 #include <string>
 
 namespace ts::cli {
@@ -44,6 +45,12 @@ void mark_output(CLI::Option* option, bool report);
 // same file as another output, or (for a report) an existing HDF5 file is
 // refused with an InputError; nothing already on disk is lost.
 void check_outputs(const CLI::App& command);
+// Checks of numeric options that name what is wrong ("'5abc' is not a whole number", "-1 is
+// out of range: expected 1 to 1000"); hi defaults to no upper bound.
+CLI::Validator integer_in(long long lo, long long hi = std::numeric_limits<long long>::max());
+CLI::Validator number_at_least(double lo, bool strictly = false);
+// Any finite number; an empty value (--tau "") is refused.
+CLI::Validator finite_number();
 // "Example:" lines under a subcommand's --help.
 void set_example(CLI::App& app, const std::string& example);
 

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/printable.hpp"
+#include "core/suggest.hpp"
 #include "tools/command.hpp"
 
 namespace ts::cli {
@@ -65,6 +66,33 @@ int main(int argc, char** argv) {
     CLI::App* sub = parent->add_subcommand(leaf, e.help);
     apps[e.path] = sub;
     if (e.setup) actions[sub] = e.setup(*sub);
+  }
+
+  // A word where a command belongs that is none, or no word there: say so, with the commands
+  // (CLI11 says "A subcommand is required", or takes the word for an extra argument).
+  CLI::App* level = &app;
+  for (int i = 1;; ++i) {
+    auto subs = level->get_subcommands([](CLI::App*) { return true; });
+    if (subs.empty() || (i < argc && argv[i][0] == '-')) break;
+    CLI::App* next = nullptr;
+    std::vector<std::string> names;
+    for (CLI::App* s : subs) {
+      if (i < argc && s->get_name() == argv[i]) next = s;
+      if (s->get_name().rfind("__", 0) != 0) names.push_back(s->get_name());  // internal ones unlisted
+    }
+    if (next) {
+      level = next;
+      continue;
+    }
+    const std::string where = level == &app ? "touchstone" : "touchstone " + level->get_name();
+    if (i >= argc)
+      std::fprintf(stderr, "touchstone: %s needs a command (%s; see --help)\n", where.c_str(),
+                   ts::join_names(names).c_str());
+    else
+      std::fprintf(stderr, "touchstone: unknown command '%s' for %s (%scommands: %s; see --help)\n",
+                   ts::printable(argv[i]).c_str(), where.c_str(), ts::did_you_mean(argv[i], names).c_str(),
+                   ts::join_names(names).c_str());
+    return ts::kBadInput;
   }
 
   try {

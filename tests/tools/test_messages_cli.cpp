@@ -178,3 +178,29 @@ TEST_CASE("messages CLI: bit_exact between storage types is an error that says s
   INFO(same.out << same.err);
   CHECK(same.code == 0);
 }
+
+TEST_CASE("messages CLI: an unknown or missing command names the commands, the nearest first") {
+  bad_input(cli("gat " + tiny()), "unknown command 'gat' for touchstone (did you mean 'gate'? commands: batch,");
+  bad_input(cli("fixture synt --preset tiny"), "unknown command 'synt' for touchstone fixture (did you mean 'synth'?");
+  bad_input(cli(""), "touchstone needs a command (batch, compare,");
+  bad_input(cli("bench"), "touchstone bench needs a command (block, emulation, reference;");
+  // Internal commands are not offered.
+  CHECK(cli("bogus").err.find("__") == std::string::npos);
+}
+
+TEST_CASE("messages CLI: a numeric flag's message says what is wrong with the value") {
+  bad_input(cli("gate " + tiny() + " --pairs 5abc"), "--pairs: '5abc' is not a whole number");
+  bad_input(cli("gate " + tiny() + " --pairs 0"), "--pairs: 0 is out of range: expected 1 to 1000000");
+  bad_input(cli("gate " + tiny() + " --budget-s nan"), "--budget-s: 'nan' is not a finite number");
+  bad_input(cli("gate " + tiny() + " --budget-s -1"), "--budget-s: -1 is out of range: expected a number >= 0");
+  bad_input(cli("compare " + tiny() + " --top -1"), "--top: -1 is out of range: expected 1 to 1000000");
+  bad_input(cli("scan --candidate sage2 --from 0 --to 64"), "--from: 0 is out of range: expected 1 to");
+  bad_input(cli("sweep " + tiny() + " --pairs 99999999999999999999"), "--pairs: 99999999999999999999 is out of range");
+  // No bound of 1.8e308 in a message or in --help.
+  CHECK(cli("scan --help").out.find("1797693") == std::string::npos);
+}
+
+TEST_CASE("messages CLI: an empty or non-numeric tau is bad input, not a row at tau 0") {
+  bad_input(cli("sweep " + tiny() + " --tau ''"), "--tau: empty: expected numbers separated by commas");
+  bad_input(cli("sweep " + tiny() + " --tau 1.3,x"), "--tau: 'x' is not a finite number");
+}

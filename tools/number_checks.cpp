@@ -1,0 +1,69 @@
+// Numeric option checks whose messages say what was wrong with the value. CLI11's own call
+// "5abc" out of range, and print 1.8e308 as the upper bound of a positive number.
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+#include "tools/command.hpp"
+
+namespace ts::cli {
+namespace {
+
+std::string shown(const std::string& v) { return "'" + v + "'"; }
+
+}  // namespace
+
+CLI::Validator integer_in(long long lo, long long hi) {
+  const bool open = hi == std::numeric_limits<long long>::max();
+  const std::string desc = !open ? std::to_string(lo) + ".." + std::to_string(hi)
+                           : lo == 0 ? "NONNEGATIVE"
+                           : lo == 1 ? "POSITIVE"
+                                     : "AT LEAST " + std::to_string(lo);
+  return CLI::Validator(
+      [lo, hi, open](std::string& v) -> std::string {
+        long long x = 0;
+        const char* end = v.data() + v.size();
+        const auto [p, ec] = std::from_chars(v.data(), end, x);
+        if (v.empty() || p != end || ec == std::errc::invalid_argument)
+          return shown(v) + " is not a whole number";
+        if (ec == std::errc::result_out_of_range || x < lo || x > hi)
+          return v + " is out of range: expected " +
+                 (open ? "at least " + std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi));
+        return "";
+      },
+      desc);
+}
+
+CLI::Validator number_at_least(double lo, bool strictly) {
+  const std::string bound = (strictly ? "> " : ">= ") + CLI::detail::to_string(lo);
+  const std::string desc = lo == 0 ? (strictly ? "POSITIVE" : "NONNEGATIVE") : bound;
+  return CLI::Validator(
+      [lo, strictly, bound](std::string& v) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const double x = v.empty() ? 0 : std::strtod(v.c_str(), &end);
+        if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(x) || errno == ERANGE)
+          return shown(v) + " is not a finite number";
+        if (strictly ? !(x > lo) : !(x >= lo)) return v + " is out of range: expected a number " + bound;
+        return "";
+      },
+      desc);
+}
+
+CLI::Validator finite_number() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const double x = v.empty() ? 0 : std::strtod(v.c_str(), &end);
+        if (v.empty()) return "empty: expected numbers separated by commas";
+        if (end != v.c_str() + v.size() || !std::isfinite(x) || errno == ERANGE)
+          return shown(v) + " is not a finite number";
+        return "";
+      },
+      "");
+}
+
+}  // namespace ts::cli
