@@ -266,8 +266,16 @@ SweepResult run_sweep(const std::string& fixture, const SweepOptions& o) {
     GateRun& run = res.run.emplace(std::move(cr.run));
     run.columns = {"tau", "density", "rel_l2 vs " + base_run.value("name", baseline), "rel_l2 vs exact",
                    "wall ms (not judged)"};
-    run.context["speed"] = co.timed ? "timed in " + std::to_string(o.pairs) + " pairs per row, as touchstone gate"
-                                    : "not timed (--pairs 0): speed rules on computed rows are missing";
+    // Say what was timed: rows of an emulation (sol) or against one are not, unless the gate
+    // asks (time_emulations), whatever --pairs says.
+    const bool emulated = !gate->time_emulations && (is_emulation_spec(baseline) || is_emulation_spec(o.backend));
+    run.context["speed"] = !co.timed ? "not timed (--pairs 0): speed rules on computed rows are missing"
+                           : emulated
+                               ? "computed rows not timed: the " +
+                                     std::string(is_emulation_spec(o.backend) ? "rows are" : "baseline is") +
+                                     " an emulation, whose time is not a kernel's (unless the gate sets "
+                                     "time_emulations)"
+                               : "timed in " + std::to_string(o.pairs) + " pairs per row, as touchstone gate";
     for (size_t i = 0; i < run.candidates.size(); ++i) run.candidates[i].shown = shown(cr.results[i]);
   }
 
@@ -341,8 +349,8 @@ std::vector<std::string> preface(const SweepResult& r) {
                 fmt4(j["baseline"]["cosine_vs_exact"], "%.6f").c_str(), j["baseline"]["ms"].get<double>());
   out.push_back(line);
   if (r.run)
-    out.push_back("wall ms: one run of each row, for the record; speed is judged only on timing samples (" +
-                  r.run->context.value("speed", std::string()) + ")");
+    out.push_back("wall ms: one run of each row, for the record; speed is judged only on timing samples; " +
+                  r.run->context.value("speed", std::string()));
   return out;
 }
 
@@ -350,10 +358,11 @@ std::vector<std::string> preface(const SweepResult& r) {
 
 std::string SweepResult::text() const {
   std::ostringstream o;
-  for (const auto& l : preface(*this)) o << l << "\n";
+  const int width = terminal_width();
+  for (const auto& l : preface(*this)) o << wrap_for_terminal(l, width);  // ends its line
   if (run) {
-    o << "\n" << render_terminal(*run);
-    o << "\n" << (block ? block->render_table() : block_note + "\n");
+    o << "\n" << render_terminal(*run, width);
+    o << "\n" << (block ? block->render_table() : wrap_for_terminal(block_note, width));
     return o.str();
   }
   char line[256];

@@ -78,6 +78,10 @@ def gate(fixture, candidates, *, gate, baseline=None, pairs=None, warmup=None, r
     are written."""
     if isinstance(candidates, str):
         candidates = [candidates]
+    for flag, value, least in (("pairs", pairs, 1), ("warmup", warmup, 0), ("rotate", rotate, 1)):
+        # None is the default; the C++ side reads -1 as None, so a -1 given here must not pass.
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < least):
+            raise CaptureError(f"{flag}={value!r}: expected a whole number >= {least} (or None: the default)")
     g = load_gate(gate)
     with _cpp("gate") as core:
         run = core.run_gate(g, os.fspath(fixture), baseline or g.baseline, list(candidates),

@@ -55,3 +55,7 @@ def test_bad_input_is_a_capture_error_with_the_cpp_message(tiny_fixture, tmp_pat
         touchstone.gate(tiny_fixture, "no_such_backend", gate="sage_compat")
     g = touchstone.load_gate("sage_compat")
     assert "head_gain" in g.rule_ids and g.baseline.startswith("sage2")
+    # -1 is the C++ side's "default": given here it is bad input, not the default.
+    for kw in ({"pairs": -1}, {"pairs": 0}, {"warmup": -1}, {"rotate": 0}, {"pairs": 2.5}, {"pairs": True}):
+        with pytest.raises(touchstone.CaptureError, match=next(iter(kw))):
+            touchstone.gate(tiny_fixture, "sol:tau=1.3", gate="sparse_acceptance", **kw)

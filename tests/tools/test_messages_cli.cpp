@@ -204,3 +204,13 @@ TEST_CASE("messages CLI: an empty or non-numeric tau is bad input, not a row at 
   bad_input(cli("sweep " + tiny() + " --tau ''"), "--tau: empty: expected numbers separated by commas");
   bad_input(cli("sweep " + tiny() + " --tau 1.3,x"), "--tau: 'x' is not a finite number");
 }
+
+TEST_CASE("messages CLI: a sweep says its emulated rows were not timed, and fits 100 columns") {
+  const Columns unset(nullptr);
+  const auto r = cli("sweep " + tiny() + " --tau 1.3 --gate sparse_acceptance --pairs 3");
+  INFO(r.out << r.err);
+  CHECK(r.code == 1);
+  CHECK(r.out.find("computed rows\n    not timed: the rows are an emulation") != std::string::npos);
+  CHECK(r.out.find("timed in 3 pairs") == std::string::npos);
+  CHECK(widest(r.out) <= 100);
+}
