@@ -147,7 +147,7 @@ def _from_npz(a):
 
     from .fixture_io import write_fixture
     from .layouts import to_shd
-    from .schema import attention_config
+    from .schema import attention_config, full_config
 
     try:
         data = np.load(a.npz, allow_pickle=False)
@@ -159,10 +159,21 @@ def _from_npz(a):
         if key not in data:
             raise CaptureError(f"{a.npz}: missing array '{key}'")
     if a.config:
-        with open(a.config) as fh:
-            config = json.load(fh)
+        try:
+            with open(a.config) as fh:
+                config = json.load(fh)
+        except OSError as e:
+            raise CaptureError(f"--config {a.config}: {e.strerror}") from None
+        except ValueError as e:
+            raise CaptureError(f"--config {a.config}: not JSON ({e})") from None
+        if not isinstance(config, dict):
+            raise CaptureError(f"--config {a.config}: expected a JSON object of /config attributes")
     else:
         config = attention_config(*to_shd(data["q"], a.layout, 0, "q").shape)
+    try:
+        config = full_config(config)
+    except CaptureError as e:
+        raise CaptureError(f"--config {a.config}: {e}" if a.config else str(e)) from None
     write_fixture(a.output, data["q"], data["k"], data["v"], config, model=a.model,
                   source=a.source, block_index=a.block_index, step=a.step, seed=a.seed,
                   resolution=a.resolution, frames=a.frames, layout=a.layout,

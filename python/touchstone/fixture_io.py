@@ -234,6 +234,20 @@ def _shape_check(name, t, shape):
         raise CaptureError(f"{name}: shape {tuple(t.shape)}, expected {tuple(shape)}")
 
 
+def _check_meta(resolution, **counts):
+    """The root's provenance attributes are counts: whole numbers >= 0 (int64), resolution two."""
+    def whole(name, x):
+        if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or not 0 <= int(x) < 2 ** 63:
+            raise CaptureError(f"{name}={x!r}: expected a whole number from 0 to 2^63 - 1")
+    for name, x in counts.items():
+        whole(name, x)
+    r = list(resolution) if hasattr(resolution, "__len__") else None
+    if r is None or len(r) != 2:
+        raise CaptureError(f"resolution={resolution!r}: expected two whole numbers (W, H)")
+    for name, x in zip(("resolution W", "resolution H"), r):
+        whole(name, x)
+
+
 def write_fixture(path, q, k, v, config, *, model, source="captured", block_index=0, step=0,
                   seed=0, resolution=(0, 0), frames=0, notes=None, observed=None,
                   positions=None, block=None, extra_attrs=None, compress=False,
@@ -254,6 +268,7 @@ def write_fixture(path, q, k, v, config, *, model, source="captured", block_inde
         _shape_check(f"/attention/{name}", qkv[name], (S, H, D))
     if source not in ("synthetic", "captured"):
         raise CaptureError("source must be 'synthetic' or 'captured'")
+    _check_meta(block_index=block_index, step=step, seed=seed, frames=frames, resolution=resolution)
     stored = {name: storage.to_storage(t, bf16_bits) for name, t in qkv.items()}
     extra = {}
     if positions is not None:

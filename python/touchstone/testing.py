@@ -145,6 +145,9 @@ def assert_gate(fixture, candidate, *, gate="sage_compat", baseline=None, name=N
                 + (f"\nrules not passed: {'; '.join(failed)}" if failed else "")
                 + f"\n(the fixture with the candidate's output: {copy})")
         return verdict
+    except CaptureError as e:
+        # Bad input is about the user's fixture, not the working copy beside it.
+        raise CaptureError(str(e).replace(copy, fixture)) from None
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -23,3 +23,21 @@ def test_a_file_that_is_no_npz_is_bad_input_not_an_internal_error(tmp_path):
     assert r.returncode == 2, r.stderr
     assert r.stderr.count("\n") == 1 and "not a readable .npz file" in r.stderr, r.stderr
     assert not (tmp_path / "f.h5").exists()
+
+
+def test_a_bad_config_file_is_named_in_its_one_line_error(tmp_path):
+    import numpy as np
+
+    npz = tmp_path / "a.npz"
+    x = np.zeros((64, 2, 16), dtype=np.float32)
+    np.savez(npz, q=x, k=x, v=x)
+    (tmp_path / "broken.json").write_text('{"heads": 3')
+    (tmp_path / "partial.json").write_text('{"heads": 3}')
+    for cfg, want in (("broken.json", "broken.json: not JSON"), ("partial.json", "partial.json: config: missing"),
+                      ("absent.json", "absent.json: No such file")):
+        r = python_module("from-npz", npz, "-o", tmp_path / "f.h5", "--model", "m", "--config", tmp_path / cfg)
+        assert r.returncode == 2, r.stderr
+        assert r.stderr.count("\n") == 1 and want in r.stderr, r.stderr
+    r = python_module("from-npz", npz, "-o", tmp_path / "f.h5", "--model", "m", "--frames", "-1")
+    assert r.returncode == 2 and "frames=-1" in r.stderr, r.stderr
+    assert not (tmp_path / "f.h5").exists()

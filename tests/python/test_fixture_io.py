@@ -1,5 +1,6 @@
 """h5py <-> touchstone, both directions; add_output's safety."""
 import os
+import re
 import threading
 import time
 
@@ -57,6 +58,11 @@ def test_bad_shape_is_refused_and_the_old_file_kept(tmp_path):
         tsp.write_fixture(path, q, k, v, dict(CFG, grid_t=3), model="bad")
     with pytest.raises(tsp.CaptureError, match="already exists; not replacing it"):
         tsp.write_fixture(path, q, k, v, CFG, model="second")
+    # Provenance counts are whole numbers >= 0: -1 frames was written as such.
+    for meta, what in (({"frames": -1}, "frames=-1"), ({"block_index": 2.5}, "block_index=2.5"),
+                       ({"resolution": (-4, 8)}, "resolution W=-4"), ({"resolution": 5}, "resolution=5")):
+        with pytest.raises(tsp.CaptureError, match=re.escape(what)):
+            tsp.write_fixture(path, q, k, v, CFG, model="bad", replace=True, **meta)
     assert open(path, "rb").read() == before
     assert sorted(os.listdir(tmp_path)) == ["f.h5"]
     tsp.write_fixture(path, q, k, v, CFG, model="second", replace=True)

@@ -92,3 +92,9 @@ def test_reports_go_where_the_plugin_option_says(tiny_fixture, tmp_path, monkeyp
         f"{name}-2.html", f"{name}-2.junit.xml", f"{name}.html", f"{name}.junit.xml"]
     assert "<testsuite" in (tmp_path / f"{name}.junit.xml").read_text()
     assert (tmp_path / f"{name}.html").read_text().lstrip().lower().startswith("<!doctype html")
+
+
+def test_bad_input_names_the_users_fixture_not_the_working_copy(tiny_fixture):
+    with pytest.raises(touchstone.CaptureError) as e:
+        assert_gate(tiny_fixture, "stored:no_such_output", gate="sage_compat")
+    assert tiny_fixture in str(e.value) and "touchstone-assert-" not in str(e.value), str(e.value)
