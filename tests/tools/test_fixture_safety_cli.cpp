@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <set>
 #include <string>
@@ -330,6 +331,27 @@ TEST_CASE("fixture rm-output removes one output and its timings, exit 2 naming a
   CHECK(r.err.find("/outputs/exact") != std::string::npos);
   CHECK(r.err.find("sol_tau1_bf16") != std::string::npos);
   CHECK(ts::test::read_file(f) == before);
+}
+
+TEST_CASE("fixture rm-output removes an output whose side file is corrupt", "[safety]") {
+  const std::string f = synth("rmbad.h5");
+  REQUIRE(run({"reference", f, "--backend", "exact"}, "rmb_a").code == 0);
+  {
+    std::ofstream(f + ".outputs/exact.h5", std::ios::trunc) << "not hdf5";
+  }
+  CHECK(run({"fixture", "validate", f}, "rmb_v1").code == 2);
+  // Its timings cannot be kept: said, and nothing removed.
+  auto r = run({"fixture", "rm-output", f, "exact", "--keep-timings"}, "rmb_1");
+  CHECK(r.code == 2);
+  CHECK(line_count(r.err) == 1);
+  CHECK(r.err.find("without --keep-timings removes the file") != std::string::npos);
+  CHECK(std::filesystem::exists(f + ".outputs/exact.h5"));
+  r = run({"fixture", "rm-output", f, "exact"}, "rmb_2");
+  INFO(r.err);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("removed /outputs/exact") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(f + ".outputs/exact.h5"));
+  CHECK(run({"fixture", "validate", f}, "rmb_v2").code == 0);
 }
 
 TEST_CASE("an invalid output stops only the commands that read it", "[safety]") {
