@@ -1,15 +1,14 @@
 // touchstone history DB: the recorded runs of a results store (--record DB on gate and sweep) as
 // series per candidate x fixture x gate x metric, with the changes found in each
 // (docs/history.md); --regressions makes it a CI check.
-#include <sys/ioctl.h>
-#include <unistd.h>
-
+#include <chrono>
 #include <cmath>
 #include <iostream>
 #include <memory>
 #include <regex>
 
 #include "core/error.hpp"
+#include "gates/report.hpp"
 #include "history/history_report.hpp"
 #include "history/store.hpp"
 #include "tools/command.hpp"
@@ -25,21 +24,20 @@ struct Opts {
   CLI::Option* min_change_opt = nullptr;
 };
 
-// The terminal's width when stdout is one, else 100 columns (a CI log, a file).
-size_t width() {
-  if (::isatty(STDOUT_FILENO)) {
-    winsize ws{};
-    if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40) return ws.ws_col;
-  }
-  return 100;
-}
-
 std::string normalized_since(std::string s) {
   if (s.empty()) return s;
   if (s.size() > 10 && s[10] == ' ') s[10] = 'T';
   static const std::regex iso(R"(\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?Z?)?)");
-  if (!std::regex_match(s, iso))
-    throw ts::InputError("--since '" + s + "': expected a UTC date or time, e.g. 2026-12-01 or 2026-12-01T08:00:00");
+  const auto bad = [&s] {
+    return ts::InputError("--since '" + s + "': expected a UTC date or time, e.g. 2026-12-01 or 2026-12-01T08:00:00");
+  };
+  if (!std::regex_match(s, iso)) throw bad();
+  // The form alone would take 2026-13-45 or 25:00, and match nothing recorded.
+  const auto num = [&s](size_t at, size_t n) { return std::stoi(s.substr(at, n)); };
+  const std::chrono::year_month_day day{std::chrono::year(num(0, 4)), std::chrono::month(num(5, 2)),
+                                        std::chrono::day(num(8, 2))};
+  if (!day.ok()) throw bad();
+  if (s.size() >= 16 && (num(11, 2) > 23 || num(14, 2) > 59 || (s.size() >= 19 && num(17, 2) > 59))) throw bad();
   if (s.back() == 'Z') s.pop_back();
   return s;
 }
@@ -62,7 +60,7 @@ int run(const Opts& o) {
   if (o.regressions) v.min_change = o.min_change;
   if (o.json.on()) o.json.emit(ts::history::history_json(v).dump(2) + "\n");
   if (o.html.on()) o.html.emit(ts::history::trend_html(v));
-  if (!o.json.to_stdout() && !o.html.to_stdout()) std::cout << ts::history::history_text(v, width()) << std::flush;
+  if (!o.json.to_stdout() && !o.html.to_stdout()) std::cout << ts::history::history_text(v, static_cast<size_t>(ts::terminal_width())) << std::flush;
   return o.regressions && !ts::history::regressions(v).empty() ? ts::kGateFailed : ts::kPass;
 }
 

@@ -134,6 +134,14 @@ TEST_CASE("history --json: 40 runs, rel_l2 +3 % at run 25 and time +10 % at run 
   // The records lie on 2026-11-30 (UTC): --since the next day finds none, the day before all.
   CHECK(nlohmann::json::parse(ts::test::run_cli("history " + db + " --since 2026-12-01 --json").out)["series"].empty());
   CHECK(nlohmann::json::parse(ts::test::run_cli("history " + db + " --since 2026-11-29 --json").out)["series"].size() == 2);
+  // A date that is no date is bad input, not a filter that matches nothing.
+  for (const char* bad : {"2026-13-45", "2026-02-30", "2026-11-29T25:00", "2026-11-29T08:60:00"}) {
+    const auto r = ts::test::run_cli("history " + db + " --since " + bad);
+    INFO(bad << ": " << r.err);
+    CHECK(r.code == 2);
+    CHECK(r.err.find("expected a UTC date or time") != std::string::npos);
+  }
+  CHECK(nlohmann::json::parse(ts::test::run_cli("history " + db + " --since 2024-02-29 --json").out)["series"].size() == 2);
   CHECK(ts::test::run_cli("history " + db + " --kernel nosuchkernel").out.find("nothing recorded matches") !=
         std::string::npos);
   CHECK(nlohmann::json::parse(ts::test::run_cli("history " + db + " --gate steps --fixture synthetic --kernel tau=1.3 --json").out)["series"].size() == 2);
