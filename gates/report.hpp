@@ -50,6 +50,9 @@ std::string render_terminal(const GateRun& run, int width);
 // lines a command prints around it).
 // With `shell`, broken lines end in a backslash (a command that still pastes).
 std::string wrap_for_terminal(const std::string& text, int width, int indent = 4, bool shell = false);
+// Each line of `text` wrapped as above, its continuations indented 4 past the line's own
+// leading spaces (listings: fixture inspect, tables).
+std::string wrap_each_line(const std::string& text, int width);
 inline constexpr int kDefaultTerminalWidth = 100;
 inline constexpr int kMinTerminalWidth = 40;
 int terminal_width();

@@ -227,6 +227,26 @@ std::string wrap_for_terminal(const std::string& text, int width, int indent, bo
   return out.str();
 }
 
+std::string wrap_each_line(const std::string& text, int width) {
+  std::ostringstream out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.size() <= static_cast<size_t>(std::max(width, kMinTerminalWidth))) {  // as it was laid out
+      out << line << "\n";
+      continue;
+    }
+    const size_t lead = std::min(line.find_first_not_of(' '), line.size());
+    std::string wrapped_line = wrap_for_terminal(line.substr(lead), width - static_cast<int>(lead), 4);
+    // Every line of the wrapped block keeps the original line's indent.
+    for (size_t at = 0; at < wrapped_line.size();) {
+      const size_t nl = wrapped_line.find('\n', at);
+      out << std::string(lead, ' ') << wrapped_line.substr(at, nl - at) << "\n";
+      at = nl == std::string::npos ? wrapped_line.size() : nl + 1;
+    }
+  }
+  return out.str();
+}
+
 std::string render_terminal(const GateRun& run) { return render_terminal(run, terminal_width()); }
 
 std::string render_terminal(const GateRun& run, int width_in) {

@@ -4,11 +4,13 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include "core/error.hpp"
 #include "fixtures/fixture.hpp"
 #include "fixtures/identity.hpp"
 #include "fixtures/synth.hpp"
+#include "gates/report.hpp"
 #include "tools/command.hpp"
 
 namespace cmd_fixture {
@@ -94,36 +96,38 @@ Registration inspect_reg{
           o->json.emit(j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
           if (o->json.to_stdout()) return ts::kPass;
         }
-        std::cout << o->file << "\n";
+        std::ostringstream txt;
+        txt << o->file << "\n";
         const auto& id = j["identity"];
-        std::cout << "  identity " << id["identity"].get<std::string>()
+        txt << "  identity " << id["identity"].get<std::string>()
                   << (id["sealed"].get<bool>() ? " (sealed" : " (not sealed: computed from the data")
                   << (id["intact"].get<bool>() ? "" : "; DIGEST MISMATCH, see digest_ok below")
                   << ")\n";
         for (const auto& side : j["output_files"])
-          std::cout << "  output file " << side.get<std::string>() << "\n";
+          txt << "  output file " << side.get<std::string>() << "\n";
         for (auto it = j["attrs"].begin(); it != j["attrs"].end(); ++it)
-          std::cout << "  @" << it.key() << " = " << attr_text(it.value()) << "\n";
+          txt << "  @" << it.key() << " = " << attr_text(it.value()) << "\n";
         for (const auto& obj : j["objects"]) {
           const std::string path = obj["path"];
           const int depth = static_cast<int>(std::count(path.begin(), path.end(), '/'));
           const std::string indent(static_cast<size_t>(2 * depth), ' ');
           if (obj["kind"] == "group") {
-            std::cout << indent << path << "/\n";
+            txt << indent << path << "/\n";
           } else if (obj.contains("error")) {
-            std::cout << indent << path << "  ERROR " << obj["error"].get<std::string>() << "\n";
+            txt << indent << path << "  ERROR " << obj["error"].get<std::string>() << "\n";
           } else {
-            std::cout << indent << path << "  " << obj["shape"].dump() << " "
+            txt << indent << path << " " << obj["shape"].dump() << " "
                       << obj["dtype"].get<std::string>();
             if (obj.contains("min"))
-              std::cout << "  min " << num(obj["min"]) << " max " << num(obj["max"]) << " mean "
+              txt << " min " << num(obj["min"]) << " max " << num(obj["max"]) << " mean "
                         << num(obj["mean"]) << " std " << num(obj["std"]);
-            std::cout << "  nan " << obj["nan"] << " inf " << obj["inf"] << "\n";
+            txt << " nan " << obj["nan"] << " inf " << obj["inf"] << "\n";
           }
           if (obj.contains("attrs"))
             for (auto it = obj["attrs"].begin(); it != obj["attrs"].end(); ++it)
-              std::cout << indent << "  @" << it.key() << " = " << attr_text(it.value()) << "\n";
+              txt << indent << "  @" << it.key() << " = " << attr_text(it.value()) << "\n";
         }
+        std::cout << ts::wrap_each_line(txt.str(), ts::terminal_width());
         return ts::kPass;
       };
     }};

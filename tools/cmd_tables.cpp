@@ -6,10 +6,12 @@
 #include <iostream>
 #include <iterator>
 #include <memory>
+#include <sstream>
 
 #include "core/config_json.hpp"
 #include "core/error.hpp"
 #include "drivers/tables.hpp"
+#include "gates/report.hpp"
 #include "tools/command.hpp"
 
 namespace cmd_tables {
@@ -44,18 +46,20 @@ int run(const Opts& o) {
     o.json.emit(t.dump(2) + "\n");
     if (o.json.to_stdout()) return ts::kPass;
   }
-  std::cout << "touchstone " << t["version"].get<std::string>() << "\n";
-  std::cout << "stages:";
-  for (const auto& s : t["stages"]) std::cout << " " << s["name"].get<std::string>();
-  std::cout << "\nsage2 presets:";
-  for (const auto& p : t["sage2_presets"]) std::cout << " " << p["name"].get<std::string>();
-  std::cout << "\nfixture presets:";
-  for (const auto& p : t["fixture_presets"]) std::cout << " " << p["name"].get<std::string>();
+  std::ostringstream txt;
+  txt << "touchstone " << t["version"].get<std::string>() << "\n";
+  txt << "stages:";
+  for (const auto& s : t["stages"]) txt << " " << s["name"].get<std::string>();
+  txt << "\nsage2 presets:";
+  for (const auto& p : t["sage2_presets"]) txt << " " << p["name"].get<std::string>();
+  txt << "\nfixture presets:";
+  for (const auto& p : t["fixture_presets"]) txt << " " << p["name"].get<std::string>();
   const auto& g = t["timing"]["gate"];
   const auto& r = t["timing"]["replay"];
-  std::cout << "\ntiming defaults: gate --pairs " << g["pairs"] << " --warmup " << g["warmup"] << " --rotate "
+  txt << "\ntiming defaults: gate --pairs " << g["pairs"] << " --warmup " << g["warmup"] << " --rotate "
             << g["rotate"] << "; python3 -m touchstone replay --reps " << r["reps"] << " --warmup "
             << r["warmup"] << " --rotate " << r["rotate"] << "\n";
+  std::cout << ts::wrap_each_line(txt.str(), ts::terminal_width());
   return ts::kPass;
 }
 

@@ -40,6 +40,13 @@ void expect_bad_input(const Run& r, const std::string& file, const std::string& 
   CHECK(r.err.find(words) != std::string::npos);
 }
 
+size_t widest(const std::string& s) {
+  size_t w = 0;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) w = std::max(w, l.size());
+  return w;
+}
+
 }  // namespace
 
 TEST_CASE("fixture synth, validate and inspect on a good file", "[cli][fixture]") {
@@ -62,7 +69,8 @@ TEST_CASE("fixture synth, validate and inspect on a good file", "[cli][fixture]"
 
   r = touchstone("fixture inspect " + f);
   CHECK(r.code == 0);
-  CHECK(r.out.find("/attention/q  [72,2,32] bfloat16") != std::string::npos);
+  CHECK(r.out.find("/attention/q [72,2,32] bfloat16") != std::string::npos);
+  CHECK(widest(r.out) <= 100);
   CHECK(r.out.find("@schema = \"touchstone.fixture/1\"") != std::string::npos);
 
   r = touchstone("fixture inspect --json " + f);
