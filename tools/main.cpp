@@ -2,12 +2,15 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <iostream>
 #include <memory>
+#include <sstream>
 #include <vector>
 
 #include "core/error.hpp"
 #include "core/printable.hpp"
 #include "core/suggest.hpp"
+#include "gates/report.hpp"
 #include "tools/command.hpp"
 
 namespace ts::cli {
@@ -21,6 +24,32 @@ struct Entry {
 std::vector<Entry>& entries() {
   static std::vector<Entry> e;
   return e;
+}
+
+// CLI11 writes an option's description from one column on and never wraps it: a long one is
+// wrapped under that column; any other long line under its own indent plus 4.
+std::string fit_help(const std::string& text, int width) {
+  std::ostringstream out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (static_cast<int>(line.size()) <= width) {
+      out << line << "\n";
+      continue;
+    }
+    const size_t lead = line.find_first_not_of(' ');
+    const size_t gap = lead >= 8 ? lead : line.find("  ", lead);
+    const size_t col = gap == std::string::npos ? gap : line.find_first_not_of(' ', gap);
+    if (col == std::string::npos || col > 40) {
+      out << ts::wrap_each_line(line, width);
+      continue;
+    }
+    const std::string desc = ts::wrap_for_terminal(line.substr(col), width - static_cast<int>(col), 0);
+    std::istringstream parts(desc);
+    bool first = true;
+    for (std::string part; std::getline(parts, part); first = false)
+      out << (first ? line.substr(0, col) : std::string(col, ' ')) << part << "\n";
+  }
+  return out.str();
 }
 
 }  // namespace
@@ -98,9 +127,15 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    std::ostringstream help;
+    const int rc = app.exit(e, help);
+    std::cout << fit_help(help.str(), ts::terminal_width());
+    return rc;
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    std::ostringstream help;
+    const int rc = app.exit(e, help);
+    std::cout << fit_help(help.str(), ts::terminal_width());
+    return rc;
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
