@@ -174,7 +174,7 @@ int run(const Opts& o) {
     if (real.find("real_kernels_ci.h5") != std::string::npos)
       std::printf(
           "   These times are of a ci fixture (832 tokens), where a kernel's launch and set-up outweigh\n"
-          "   its arithmetic. At the seed's block24 shape, SageAttention's sm90 kernel is faster than\n"
+          "   its arithmetic. At the seed's block24 shape, SageAttention's Hopper kernel is faster than\n"
           "   both SDPA kernels (benchmarks/results/2026-12-03_gpu_real_seed_table.json).\n");
     else
       std::printf(

@@ -101,8 +101,8 @@ Registration inspect_reg{
         const auto& id = j["identity"];
         txt << "  identity " << id["identity"].get<std::string>()
                   << (id["sealed"].get<bool>() ? " (sealed" : " (not sealed: computed from the data")
-                  << (id["intact"].get<bool>() ? "" : "; DIGEST MISMATCH, see digest_ok below")
                   << ")\n";
+        if (!id["intact"].get<bool>()) txt << "  DIGEST MISMATCH: see digest_ok below\n";
         for (const auto& side : j["output_files"])
           txt << "  output file " << side.get<std::string>() << "\n";
         for (auto it = j["attrs"].begin(); it != j["attrs"].end(); ++it)

@@ -102,7 +102,8 @@ int main(int argc, char** argv) {
   CLI::App* level = &app;
   for (int i = 1;; ++i) {
     auto subs = level->get_subcommands([](CLI::App*) { return true; });
-    if (subs.empty() || (i < argc && argv[i][0] == '-')) break;
+    // Only where a command is required: batch PLAN also has a subcommand (merge).
+    if (subs.empty() || level->get_require_subcommand_min() == 0 || (i < argc && argv[i][0] == '-')) break;
     CLI::App* next = nullptr;
     std::vector<std::string> names;
     for (CLI::App* s : subs) {
