@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 
 #include "tools/command.hpp"
 
@@ -12,6 +13,16 @@ namespace ts::cli {
 namespace {
 
 std::string shown(const std::string& v) { return "'" + v + "'"; }
+
+// The whole of `v` as a finite number, or nothing.
+std::optional<double> finite(const std::string& v) {
+  if (v.empty()) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const double x = std::strtod(v.c_str(), &end);
+  if (end != v.c_str() + v.size() || !std::isfinite(x) || errno == ERANGE) return std::nullopt;
+  return x;
+}
 
 }  // namespace
 
@@ -41,12 +52,9 @@ CLI::Validator number_at_least(double lo, bool strictly) {
   const std::string desc = lo == 0 ? (strictly ? "POSITIVE" : "NONNEGATIVE") : bound;
   return CLI::Validator(
       [lo, strictly, bound](std::string& v) -> std::string {
-        char* end = nullptr;
-        errno = 0;
-        const double x = v.empty() ? 0 : std::strtod(v.c_str(), &end);
-        if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(x) || errno == ERANGE)
-          return shown(v) + " is not a finite number";
-        if (strictly ? !(x > lo) : !(x >= lo)) return v + " is out of range: expected a number " + bound;
+        const auto x = finite(v);
+        if (!x) return shown(v) + " is not a finite number";
+        if (strictly ? !(*x > lo) : !(*x >= lo)) return v + " is out of range: expected a number " + bound;
         return "";
       },
       desc);
@@ -55,13 +63,8 @@ CLI::Validator number_at_least(double lo, bool strictly) {
 CLI::Validator finite_number() {
   return CLI::Validator(
       [](std::string& v) -> std::string {
-        char* end = nullptr;
-        errno = 0;
-        const double x = v.empty() ? 0 : std::strtod(v.c_str(), &end);
         if (v.empty()) return "empty: expected numbers separated by commas";
-        if (end != v.c_str() + v.size() || !std::isfinite(x) || errno == ERANGE)
-          return shown(v) + " is not a finite number";
-        return "";
+        return finite(v) ? "" : shown(v) + " is not a finite number";
       },
       "");
 }
