@@ -28,6 +28,7 @@ struct HeadOperands {
   int64_t h = -1;
   RowMat<float> k8;
   RowMat<double> v;
+  bool v_nan = false;
   void load(const Sage2Prepared& pr, const Sage2Config& c, int64_t head) {
     if (head == h) return;
     h = head;
@@ -37,8 +38,17 @@ struct HeadOperands {
     // multiples of 2^-18 below 2^18, and a 32-key sum needs < 45 bits.
     v = c.quant_v ? Eigen::Map<const RowMat<float>>(pr.v8.values.data() + h * pr.S * pr.D, pr.S, pr.D).cast<double>()
                   : MapF(pr.v_raw.head(h), pr.S, pr.D).cast<double>();
+    v_nan = v.hasNaN();
   }
 };
+
+// Whether a key block's P·V chunks may skip Eigen's product: with P and V
+// both E4M3 every chunk sum is exact (HeadOperands says why), so any
+// summation order gives its bits, and a tiled loop is twice as fast. Not
+// where a NaN is summed (which NaN propagates depends on the order).
+bool exact_chunks(const Sage2Config& c, const HeadOperands& ops, const RowMat<double>& pb, int64_t nk) {
+  return c.round_p && c.quant_v && !ops.v_nan && !pb.leftCols(nk).hasNaN();
+}
 
 // One (head, query tile) task: scores, online softmax per key block, P·V in
 // the chosen accumulation mode, finish. Writes rows [r0, r0+nr) of head h.
@@ -97,9 +107,16 @@ void attend_tile(const Sage2Prepared& pr, const Sage2Config& c, float sm_scale, 
     else
       half.setZero();
 
+    const bool exact = exact_chunks(c, ops, pb, nk);
     for (int64_t c0 = 0; c0 < nk; c0 += kChunk) {
       const int64_t nc = std::min(kChunk, nk - c0);
-      chunk.noalias() = pb.middleCols(c0, nc) * vd.middleRows(k0 + c0, nc);
+      // Below rows + cols + depth = 20 Eigen sums coefficient by coefficient
+      // from the first product: an all-zero sum keeps that product's sign,
+      // where its GEMM, as the tiled loop, starts from +0.
+      if (exact && nr + D + nc >= 20)
+        sage2_lanes::exact_pv(pb.data() + c0, kb, vd.data() + (k0 + c0) * D, nr, nc, D, chunk.data());
+      else
+        chunk.noalias() = pb.middleCols(c0, nc) * vd.middleRows(k0 + c0, nc);
       const double* cp = chunk.data();
       switch (c.accum) {
         case Sage2Accum::fp32: sage2_lanes::add_f32(acc.data(), cp, nr * D); break;

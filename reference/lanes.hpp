@@ -57,6 +57,33 @@ TS_TILE To bits(const From& x) {
   return out;
 }
 
+// acc rows (R of them, NV*W channels) += p0·v0 + p1·v1 + ... in key order.
+template <class V, int R, int NV>
+TS_TILE void pv_tile(const double* p, int64_t ld_p, const double* v, int64_t ld_v, int64_t nk,
+                     double* acc, int64_t ld_acc) {
+  constexpr int W = Lanes<V>::W;
+  V a[R][NV];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+    for (int n = 0; n < NV; ++n) a[r][n] = load<V>(acc + r * ld_acc + n * W);
+  for (int64_t j = 0; j < nk; ++j) {
+    V vv[NV];
+#pragma GCC unroll 16
+    for (int n = 0; n < NV; ++n) vv[n] = load<V>(v + j * ld_v + n * W);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const V b = splat<V>(p[r * ld_p + j]);
+#pragma GCC unroll 16
+      for (int n = 0; n < NV; ++n) a[r][n] = a[r][n] + b * vv[n];
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+    for (int n = 0; n < NV; ++n) store(acc + r * ld_acc + n * W, a[r][n]);
+}
+
 // mask ? a : b lane by lane (mask lanes all ones or all zeros, as a
 // comparison gives them), in bit operations: GCC lowers ?: on vectors wider
 // than the machine's registers one lane at a time, with branches.

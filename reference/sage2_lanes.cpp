@@ -112,12 +112,44 @@ TS_TILE void add_fp16_impl(double* acc, const double* c, int64_t n) {
   for (; i < n; ++i) acc[i] = sage2::fp16_of_double(acc[i] + c[i]);
 }
 
+// Rows [i, i + R) of c = p · v: tiles of NV vectors, then one, then scalar.
+template <class V, int R, int NV>
+TS_TILE void pv_rows(const double* p, int64_t ld_p, const double* v, int64_t nk, int64_t D, double* c, int64_t i) {
+  constexpr int W = Lanes<V>::W;
+  int64_t d0 = 0;
+  for (; d0 + NV * W <= D; d0 += NV * W) lanes::pv_tile<V, R, NV>(p + i * ld_p, ld_p, v + d0, D, nk, c + i * D + d0, D);
+  for (; d0 + W <= D; d0 += W) lanes::pv_tile<V, R, 1>(p + i * ld_p, ld_p, v + d0, D, nk, c + i * D + d0, D);
+  for (; d0 < D; ++d0)
+    for (int r = 0; r < R; ++r) {
+      double a = 0.0;
+      for (int64_t j = 0; j < nk; ++j) a = a + p[(i + r) * ld_p + j] * v[j * D + d0];
+      c[(i + r) * D + d0] = a;
+    }
+}
+
+// 4 rows x 3 vectors: 12 accumulators, 3 loads and a broadcast in 16 registers.
+template <class V>
+TS_TILE void exact_pv_impl(const double* p, int64_t ld_p, const double* v, int64_t nr, int64_t nk, int64_t D,
+                           double* c) {
+  std::fill(c, c + nr * D, 0.0);
+  int64_t i = 0;
+  for (; i + 4 <= nr; i += 4) pv_rows<V, 4, 3>(p, ld_p, v, nk, D, c, i);
+  for (; i < nr; ++i) pv_rows<V, 1, 3>(p, ld_p, v, nk, D, c, i);
+}
+
 float softmax_sse2(const float* s, float* p, int64_t nk, float& m, float& den, bool round_p) {
   return softmax_impl<lanes::v4f, lanes::v2d>(s, p, nk, m, den, round_p);
 }
 void add_f32_sse2(float* acc, const double* c, int64_t n) { add_f32_impl<lanes::v2d>(acc, c, n); }
 void add_fp16_sse2(double* acc, const double* c, int64_t n) { add_fp16_impl<lanes::v2d>(acc, c, n); }
+void exact_pv_sse2(const double* p, int64_t ld_p, const double* v, int64_t nr, int64_t nk, int64_t D, double* c) {
+  exact_pv_impl<lanes::v2d>(p, ld_p, v, nr, nk, D, c);
+}
 #if defined(__x86_64__) || defined(__i386__)
+[[gnu::target("avx2")]] void exact_pv_avx2(const double* p, int64_t ld_p, const double* v, int64_t nr, int64_t nk,
+                                           int64_t D, double* c) {
+  exact_pv_impl<lanes::v4d>(p, ld_p, v, nr, nk, D, c);
+}
 [[gnu::target("avx2")]] float softmax_avx2(const float* s, float* p, int64_t nk, float& m, float& den,
                                            bool round_p) {
   return softmax_impl<lanes::v8f, lanes::v4d>(s, p, nk, m, den, round_p);
@@ -136,6 +168,9 @@ float softmax_avx2(const float* s, float* p, int64_t nk, float& m, float& den, b
 }
 void add_f32_avx2(float* acc, const double* c, int64_t n) { add_f32_sse2(acc, c, n); }
 void add_fp16_avx2(double* acc, const double* c, int64_t n) { add_fp16_sse2(acc, c, n); }
+void exact_pv_avx2(const double* p, int64_t ld_p, const double* v, int64_t nr, int64_t nk, int64_t D, double* c) {
+  exact_pv_sse2(p, ld_p, v, nr, nk, D, c);
+}
 #endif
 
 Isa checked(Isa isa) {
@@ -167,6 +202,14 @@ void add_f32(float* acc, const double* c, int64_t n) {
 }
 void add_fp16(double* acc, const double* c, int64_t n) {
   best_isa() == Isa::avx2 ? add_fp16_avx2(acc, c, n) : add_fp16_sse2(acc, c, n);
+}
+
+void exact_pv(const double* p, int64_t ld_p, const double* v, int64_t nr, int64_t nk, int64_t D, double* c,
+              Isa isa) {
+  checked(isa) == Isa::avx2 ? exact_pv_avx2(p, ld_p, v, nr, nk, D, c) : exact_pv_sse2(p, ld_p, v, nr, nk, D, c);
+}
+void exact_pv(const double* p, int64_t ld_p, const double* v, int64_t nr, int64_t nk, int64_t D, double* c) {
+  best_isa() == Isa::avx2 ? exact_pv_avx2(p, ld_p, v, nr, nk, D, c) : exact_pv_sse2(p, ld_p, v, nr, nk, D, c);
 }
 
 }  // namespace ts::sage2_lanes

@@ -142,3 +142,29 @@ TEST_CASE("sage2 accumulator lanes give the scalar bits on every path") {
     }
   }
 }
+
+TEST_CASE("sage2 exact P·V chunks equal the ordered sum on every path") {
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<float> u(-448.0f, 448.0f);
+  for (const int64_t nr : {128, 7, 1})
+    for (const int64_t nk : {32, 5})
+      for (const int64_t D : {128, 37}) {
+        // E4M3 values, P non-negative, some of them zero (underflowed).
+        std::vector<double> p(static_cast<size_t>(nr * 64)), v(static_cast<size_t>(nk * D));
+        for (auto& x : p) x = num::e4m3_round(std::fabs(u(rng)) * (u(rng) > 300.0f ? 0.0f : 1.0f));
+        for (auto& x : v) x = num::e4m3_round(u(rng) * 0x1p-6f);
+        std::vector<double> want(static_cast<size_t>(nr * D));
+        for (int64_t i = 0; i < nr; ++i)
+          for (int64_t d = 0; d < D; ++d) {
+            double a = 0.0;
+            for (int64_t j = 0; j < nk; ++j) a += p[i * 64 + j] * v[j * D + d];
+            want[i * D + d] = a;
+          }
+        for (const Isa isa : isas_available()) {
+          std::vector<double> got(want.size(), std::nan(""));
+          sage2_lanes::exact_pv(p.data(), 64, v.data(), nr, nk, D, got.data(), isa);
+          INFO(isa_name(isa) << " nr " << nr << " nk " << nk << " D " << D);
+          CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(double)) == 0);
+        }
+      }
+}
