@@ -9,6 +9,7 @@
 #include "reference/numerics/convert.hpp"
 #include "reference/numerics/detmath.hpp"
 #include "reference/sage2_arith.hpp"
+#include "reference/sage2_lanes.hpp"
 #include "reference/sage2_presets.hpp"
 
 namespace ts {
@@ -17,13 +18,44 @@ namespace {
 template <typename T>
 using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
+using MapF = Eigen::Map<const RowMat<float>>;
+using MapI8 = Eigen::Map<const RowMat<int8_t>>;
+
+// The operands of head h that each of its tiles reads whole, converted once
+// per head and thread instead of once per tile (at medium the per-tile copies
+// moved 12 MB a tile): K's INT8 codes as float, and V as float64.
+struct HeadOperands {
+  int64_t h = -1;
+  RowMat<float> k8;
+  RowMat<double> v;
+  bool v_nan = false;
+  void load(const Sage2Prepared& pr, const Sage2Config& c, int64_t head) {
+    if (head == h) return;
+    h = head;
+    if (c.quant_qk) k8 = MapI8(pr.k8.head(h), pr.S, pr.D).cast<float>();
+    // V as float64 so that a chunk's P·V sum is exact: P8 and V8 are E4M3
+    // values (multiples of 2^-9 with 4 significant bits), so products are
+    // multiples of 2^-18 below 2^18, and a 32-key sum needs < 45 bits.
+    v = c.quant_v ? Eigen::Map<const RowMat<float>>(pr.v8.values.data() + h * pr.S * pr.D, pr.S, pr.D).cast<double>()
+                  : MapF(pr.v_raw.head(h), pr.S, pr.D).cast<double>();
+    v_nan = v.hasNaN();
+  }
+};
+
+// Whether a key block's P·V chunks may skip Eigen's product: with P and V
+// both E4M3 every chunk sum is exact (HeadOperands says why), so any
+// summation order gives its bits, and a tiled loop is twice as fast. Not
+// where a NaN is summed (which NaN propagates depends on the order).
+bool exact_chunks(const Sage2Config& c, const HeadOperands& ops, const RowMat<double>& pb, int64_t nk) {
+  return c.round_p && c.quant_v && !ops.v_nan && !pb.leftCols(nk).hasNaN();
+}
+
 // One (head, query tile) task: scores, online softmax per key block, P·V in
 // the chosen accumulation mode, finish. Writes rows [r0, r0+nr) of head h.
 void attend_tile(const Sage2Prepared& pr, const Sage2Config& c, float sm_scale, int64_t h, int64_t r0,
-                 int64_t nr, Tensor& out, Tensor* p_dump) {
+                 int64_t nr, HeadOperands& ops, Tensor& out, Tensor* p_dump) {
   const int64_t S = pr.S, D = pr.D;
-  using MapF = Eigen::Map<const RowMat<float>>;
-  using MapI8 = Eigen::Map<const RowMat<int8_t>>;
+  ops.load(pr, c, h);
 
   // Scores. INT8 codes as float: |products| <= 2^14 and D <= 1024 keep every
   // partial sum an integer below 2^24, so the float GEMM gives the exact int32
@@ -31,8 +63,7 @@ void attend_tile(const Sage2Prepared& pr, const Sage2Config& c, float sm_scale, 
   RowMat<float> sc(nr, S);
   if (c.quant_qk) {
     const RowMat<float> qf = MapI8(pr.q8.head(h) + r0 * D, nr, D).cast<float>();
-    const RowMat<float> kf = MapI8(pr.k8.head(h), S, D).cast<float>();
-    sc.noalias() = qf * kf.transpose();
+    sc.noalias() = qf * ops.k8.transpose();
     // s = (float(int32) * (q_scale * k_scale)) * sm_scale, each step float32:
     // the dequantisation factor of the tile first, then the softmax scale.
     std::vector<float> ks(static_cast<size_t>(S));
@@ -47,11 +78,7 @@ void attend_tile(const Sage2Prepared& pr, const Sage2Config& c, float sm_scale, 
     sc *= sm_scale;
   }
 
-  // V as float64 so that a chunk's P·V sum is exact: P8 and V8 are E4M3
-  // values (multiples of 2^-9 with 4 significant bits), so products are
-  // multiples of 2^-18 below 2^18, and a 32-key sum needs < 45 bits.
-  RowMat<double> vd = c.quant_v ? Eigen::Map<const RowMat<float>>(pr.v8.values.data() + h * S * D, S, D).cast<double>()
-                                : MapF(pr.v_raw.head(h), S, D).cast<double>();
+  const RowMat<double>& vd = ops.v;
 
   const int64_t kb = c.key_block;
   constexpr int64_t kChunk = sage2::kPvChunk;
@@ -67,7 +94,7 @@ void attend_tile(const Sage2Prepared& pr, const Sage2Config& c, float sm_scale, 
   for (int64_t k0 = 0; k0 < S; k0 += kb) {
     const int64_t nk = std::min(kb, S - k0);
     for (int64_t r = 0; r < nr; ++r) {
-      oscale[r] = sage2::softmax_step(sc.data() + r * S + k0, prow.data(), nk, m[r], den[r], c.round_p);
+      oscale[r] = sage2_lanes::softmax_step(sc.data() + r * S + k0, prow.data(), nk, m[r], den[r], c.round_p);
       for (int64_t j = 0; j < nk; ++j) pb(r, j) = prow[static_cast<size_t>(j)];
       if (p_dump)
         for (int64_t j = 0; j < nk; ++j) p_dump->data[r * S + k0 + j] = pb(r, j);
@@ -80,27 +107,22 @@ void attend_tile(const Sage2Prepared& pr, const Sage2Config& c, float sm_scale, 
     else
       half.setZero();
 
+    const bool exact = exact_chunks(c, ops, pb, nk);
     for (int64_t c0 = 0; c0 < nk; c0 += kChunk) {
       const int64_t nc = std::min(kChunk, nk - c0);
-      chunk.noalias() = pb.middleCols(c0, nc) * vd.middleRows(k0 + c0, nc);
+      // Below rows + cols + depth = 20 Eigen sums coefficient by coefficient
+      // from the first product: an all-zero sum keeps that product's sign,
+      // where its GEMM, as the tiled loop, starts from +0.
+      if (exact && nr + D + nc >= 20)
+        sage2_lanes::exact_pv(pb.data() + c0, kb, vd.data() + (k0 + c0) * D, nr, nc, D, chunk.data());
+      else
+        chunk.noalias() = pb.middleCols(c0, nc) * vd.middleRows(k0 + c0, nc);
       const double* cp = chunk.data();
       switch (c.accum) {
-        case Sage2Accum::fp32: {
-          float* a = acc.data();
-          for (int64_t i = 0; i < nr * D; ++i) a[i] = sage2::f32_of_sum(a[i], cp[i]);
-          break;
-        }
-        case Sage2Accum::fp32_fp32: {
-          float* a = part.data();
-          for (int64_t i = 0; i < nr * D; ++i) a[i] = sage2::f32_of_sum(a[i], cp[i]);
-          break;
-        }
-        case Sage2Accum::fp32_fp16: {
-          // fp16 accumulator of the MMA: each k32 step rounds (C + exact sum) once.
-          double* a = half.data();
-          for (int64_t i = 0; i < nr * D; ++i) a[i] = sage2::fp16_of_double(a[i] + cp[i]);
-          break;
-        }
+        case Sage2Accum::fp32: sage2_lanes::add_f32(acc.data(), cp, nr * D); break;
+        case Sage2Accum::fp32_fp32: sage2_lanes::add_f32(part.data(), cp, nr * D); break;
+        // fp16 accumulator of the MMA: each k32 step rounds (C + exact sum) once.
+        case Sage2Accum::fp32_fp16: sage2_lanes::add_fp16(half.data(), cp, nr * D); break;
       }
     }
 
@@ -237,13 +259,17 @@ AttentionResult sage2_attention(const AttentionProblem& problem, const Sage2Conf
   // Tasks are independent and each runs in a fixed order: the bits do not
   // depend on the thread count.
   Progress progress("sage2 emulation", H * tiles);
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int64_t t = 0; t < H * tiles; ++t) {
-    const int64_t h = t / tiles, tile = t % tiles;
-    const int64_t r0 = tile * c.blkq, nr = std::min(c.blkq, S - r0);
-    Tensor* dump = (c.dump && h == c.dump_head && tile == c.dump_qblock) ? &p_dump : nullptr;
-    attend_tile(pr, c, sm_scale, h, r0, nr, res.out, dump);
-    progress.advance();
+#pragma omp parallel
+  {
+    HeadOperands ops;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t t = 0; t < H * tiles; ++t) {
+      const int64_t h = t / tiles, tile = t % tiles;
+      const int64_t r0 = tile * c.blkq, nr = std::min(c.blkq, S - r0);
+      Tensor* dump = (c.dump && h == c.dump_head && tile == c.dump_qblock) ? &p_dump : nullptr;
+      attend_tile(pr, c, sm_scale, h, r0, nr, ops, res.out, dump);
+      progress.advance();
+    }
   }
 
   res.stats["v_zero_channels"] = c.quant_v ? pr.v8.zero_channels : 0;

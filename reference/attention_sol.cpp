@@ -11,7 +11,7 @@
 #include "reference/numerics/convert.hpp"
 #include "reference/numerics/detmath.hpp"
 #include "reference/sage2_quant.hpp"
-#include "reference/sol_arith.hpp"
+#include "reference/sol_lanes.hpp"
 
 namespace ts {
 namespace {
@@ -169,12 +169,16 @@ void attend_block(const SolPrepared& pr, const SolConfig& c, float scale, int64_
     for (int64_t b : att_blocks) {
       const SolKeyBlock& kb = pr.blocks[b];
       for (int64_t s = kb.start; s < kb.start + kb.length; ++s, ++row) {
-        for (int64_t d = 0; d < D; ++d) {
-          kg(row, d) = int8 ? static_cast<float>(pr.k8.head(h)[s * D + d]) : pr.k.head(h)[s * D + d];
-          vg(row, d) = c.precision == SolPrecision::int8_qk_pv
-                           ? static_cast<float>(pr.v8[(h * S + s) * D + d])
-                           : pr.v.head(h)[s * D + d];
-        }
+        float* k = kg.data() + row * D;
+        float* v = vg.data() + row * D;
+        if (int8)
+          std::copy(pr.k8.head(h) + s * D, pr.k8.head(h) + (s + 1) * D, k);
+        else
+          std::copy(pr.k.head(h) + s * D, pr.k.head(h) + (s + 1) * D, k);
+        if (c.precision == SolPrecision::int8_qk_pv)
+          std::copy(pr.v8.data() + (h * S + s) * D, pr.v8.data() + (h * S + s + 1) * D, v);
+        else
+          std::copy(pr.v.head(h) + s * D, pr.v.head(h) + (s + 1) * D, v);
         if (int8) ks[row] = pr.k8.scale(h, s);
       }
     }
@@ -223,10 +227,8 @@ void attend_block(const SolPrepared& pr, const SolConfig& c, float scale, int64_
     float m = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < n; ++j) m = std::max(m, sc(r, j));
     for (int64_t u = 0; u < nu; ++u) m = std::max(m, ps(r, u));
-    float l = 0.0f;
-    for (int64_t j = 0; j < n; ++j) l += (sc(r, j) = sol::expf_det(sc(r, j) - m));
-    for (int64_t u = 0; u < nu; ++u) l += (ps(r, u) = sol::expf_det(ps(r, u) - m));
-    den[r] = l;
+    const float l = sol_lanes::exp_and_sum(sc.data() + r * n, n, m, 0.0f);
+    den[r] = sol_lanes::exp_and_sum(ps.data() + r * ps.cols(), nu, m, l);
   }
 
   RowMat<float> acc(nr, D);

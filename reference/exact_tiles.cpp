@@ -1,6 +1,5 @@
 // Vector types wider than SSE2 only ever live inside the functions built for
-// their instruction set below (everything is inlined into them; no call
-// passes one), so GCC's ABI note for such types does not apply.
+// their instruction set below (reference/lanes.hpp says why that is safe).
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 #include "reference/exact_tiles.hpp"
@@ -10,40 +9,19 @@
 #include <limits>
 
 #include "core/error.hpp"
+#include "reference/lanes.hpp"
 #include "reference/numerics/detmath.hpp"
 
 namespace ts::exact_tiles {
 namespace {
 
-typedef double v2d __attribute__((vector_size(16)));
-typedef double v4d __attribute__((vector_size(32)));
-typedef long long v2i __attribute__((vector_size(16)));
-typedef long long v4i __attribute__((vector_size(32)));
-
-template <class V> struct Lanes;
-template <> struct Lanes<v2d> { using I = v2i; static constexpr int W = 2; };
-template <> struct Lanes<v4d> { using I = v4i; static constexpr int W = 4; };
-
-// Everything below is inlined into one function per instruction set
-// (attend_sse2, attend_avx2), so it is compiled for that set.
-#define TS_TILE [[gnu::always_inline]] inline
-
-template <class V>
-TS_TILE V load(const double* p) {
-  V v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-template <class V>
-TS_TILE void store(double* p, const V& v) {
-  std::memcpy(p, &v, sizeof v);
-}
-template <class V>
-TS_TILE V splat(double s) {
-  V v;
-  for (int l = 0; l < Lanes<V>::W; ++l) v[l] = s;
-  return v;
-}
+using lanes::Lanes;
+using lanes::load;
+using lanes::pv_tile;
+using lanes::splat;
+using lanes::store;
+using lanes::v2d;
+using lanes::v4d;
 
 // Scores of R query rows against NV*W keys: s = 0 + q0·k0 + q1·k1 + ...
 template <class V, int R, int NV>
@@ -70,33 +48,6 @@ TS_TILE void qk_tile(const double* q, int64_t ld_q, const double* kt, int64_t ld
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 16
     for (int n = 0; n < NV; ++n) store(s + r * ld_s + n * W, acc[r][n]);
-}
-
-// acc rows (R of them, NV*W channels) += p0·v0 + p1·v1 + ... in key order.
-template <class V, int R, int NV>
-TS_TILE void pv_tile(const double* p, int64_t ld_p, const double* v, int64_t ld_v, int64_t nk,
-                     double* acc, int64_t ld_acc) {
-  constexpr int W = Lanes<V>::W;
-  V a[R][NV];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 16
-    for (int n = 0; n < NV; ++n) a[r][n] = load<V>(acc + r * ld_acc + n * W);
-  for (int64_t j = 0; j < nk; ++j) {
-    V vv[NV];
-#pragma GCC unroll 16
-    for (int n = 0; n < NV; ++n) vv[n] = load<V>(v + j * ld_v + n * W);
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-      const V b = splat<V>(p[r * ld_p + j]);
-#pragma GCC unroll 16
-      for (int n = 0; n < NV; ++n) a[r][n] = a[r][n] + b * vv[n];
-    }
-  }
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 16
-    for (int n = 0; n < NV; ++n) store(acc + r * ld_acc + n * W, a[r][n]);
 }
 
 // Scratch of one task, reused by the thread.
@@ -184,29 +135,6 @@ TS_TILE void accumulate(const Task& t, const double* p, int64_t k0, int64_t nk, 
   }
 }
 
-// detmath::exp lane by lane where every lane is in its fast range
-// (-708, 709); other lanes are recomputed by detmath::exp itself.
-template <class V>
-TS_TILE V exp_lanes(const V& x) {
-  using I = typename Lanes<V>::I;
-  namespace dd = detmath::detail;
-  const V t = x * dd::kInvLn2 + dd::kRoundMagic;  // round_even(x / ln 2), biased
-  const V k = t - dd::kRoundMagic;
-  const V r = (x - k * dd::kLn2Hi) - k * dd::kLn2Lo;
-  I ki;
-  std::memcpy(&ki, &t, sizeof ki);
-  long long magic_bits;
-  std::memcpy(&magic_bits, &dd::kRoundMagic, sizeof magic_bits);
-  const I bits = ((ki - magic_bits) + 1023) << 52;  // pow2i(k)
-  V two_k;
-  std::memcpy(&two_k, &bits, sizeof two_k);
-  V e = dd::exp_reduced(r) * two_k;
-  const I ok = (x > -708.0) & (x < 709.0);
-  for (int l = 0; l < Lanes<V>::W; ++l)
-    if (!ok[l]) e[l] = detmath::exp(x[l]);
-  return e;
-}
-
 // Row i's online-softmax step over a key block of nk raw scores s (in place:
 // P = exp(s·scale − m_new)); returns the factor the output row is rescaled by.
 template <class V>
@@ -231,7 +159,7 @@ TS_TILE double softmax_row(double* s, int64_t nk, double scale, double& m, doubl
   for (; j + 8 <= nk; j += 8)
 #pragma GCC unroll 4
     for (int u = 0; u < NP; ++u) {
-      const V e = exp_lanes<V>(load<V>(s + j + u * W) * scale - m_new);
+      const V e = lanes::exp_lanes<V>(load<V>(s + j + u * W) * scale - m_new);
       store(s + j + u * W, e);
       part[u] = part[u] + e;
     }
@@ -295,23 +223,6 @@ void attend_avx2(const Task& t) { attend_impl<v2d, 4, 3>(t); }
 
 }  // namespace
 
-const char* isa_name(Isa isa) {
-  switch (isa) {
-    case Isa::sse2: return "sse2";
-    case Isa::avx2: return "avx2";
-  }
-  return "?";
-}
-
-std::vector<Isa> isas_available() {
-  std::vector<Isa> out{Isa::sse2};
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2")) out.push_back(Isa::avx2);
-#endif
-  return out;
-}
-
 void attend(const Task& t, Isa isa) {
   const std::vector<Isa> ok = isas_available();
   if (std::find(ok.begin(), ok.end(), isa) == ok.end())
@@ -323,8 +234,7 @@ void attend(const Task& t, Isa isa) {
 }
 
 void attend(const Task& t) {
-  static const Isa best = isas_available().back();
-  switch (best) {
+  switch (best_isa()) {
     case Isa::sse2: return attend_sse2(t);
     case Isa::avx2: return attend_avx2(t);
   }

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "reference/isa.hpp"
+
 namespace ts::exact_tiles {
 
 struct Task {
@@ -28,11 +30,10 @@ struct Task {
   int64_t ld_out = 0;
 };
 
-enum class Isa { sse2, avx2 };
-const char* isa_name(Isa isa);
-
-// The paths this CPU can run, slowest first; the last one is what attend uses.
-std::vector<Isa> isas_available();
+// The paths (reference/isa.hpp); attend uses best_isa().
+using ts::Isa;
+using ts::isa_name;
+using ts::isas_available;
 
 void attend(const Task& t);
 void attend(const Task& t, Isa isa);  // tests: every path gives the same bits

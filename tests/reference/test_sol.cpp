@@ -1,12 +1,18 @@
 // sol routed attention: dense limit, the forward's definition at every tau,
-// exactness of conditioning tokens, routing rules, segment-respecting blocks.
+// exactness of conditioning tokens, routing rules, segment-respecting blocks,
+// the softmax's vector lanes.
 #include <omp.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
 
 #include "catch.hpp"
 #include "core/error.hpp"
 #include "reference/attention_sol.hpp"
+#include "reference/sol_arith.hpp"
+#include "reference/sol_lanes.hpp"
 #include "test_sage2_inputs.hpp"
 
 using namespace ts;
@@ -311,4 +317,28 @@ TEST_CASE("sol routing=on stores its mask with the geometry a real kernel needs"
   CHECK(d.attrs["compensation"] == false);
   // the routing does not change the arithmetic or the output's name
   CHECK(with.out.data == without.out.data);
+}
+
+TEST_CASE("sol softmax lanes give sol::expf_det's bits and sum on every path") {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  for (const Isa isa : isas_available())
+    for (const int64_t n : {0, 1, 7, 64, 1000})
+      for (const float spread : {1.0f, 30.0f, 1e4f}) {
+        std::vector<float> x(static_cast<size_t>(n));
+        for (auto& v : x) v = g(rng) * spread;
+        if (n > 3) {  // exp's slow lanes: underflow, -Inf, NaN
+          x[0] = -800.0f;
+          x[1] = -std::numeric_limits<float>::infinity();
+          x[2] = std::numeric_limits<float>::quiet_NaN();
+        }
+        std::vector<float> want = x, got = x;
+        const float m = spread, start = 0.25f;
+        float sum_want = start;
+        for (auto& v : want) sum_want += (v = sol::expf_det(v - m));
+        const float sum_got = sol_lanes::exp_and_sum(got.data(), n, m, start, isa);
+        INFO(isa_name(isa) << " n " << n << " spread " << spread);
+        CHECK(std::memcmp(&sum_got, &sum_want, sizeof sum_got) == 0);
+        CHECK((n == 0 || std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0));
+      }
 }
