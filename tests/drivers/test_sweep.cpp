@@ -10,6 +10,7 @@
 #include "drivers/sweep.hpp"
 #include "fixtures/attention_inputs.hpp"
 #include "gates/metrics.hpp"
+#include "gates/report.hpp"
 #include "kernels_under_test/registry.hpp"
 
 namespace {
@@ -183,7 +184,8 @@ TEST_CASE("sweep driver: the block's per-stage chain, or one line saying why the
   CHECK_FALSE(s.block);
   CHECK(s.block_note.find("skipped") != std::string::npos);
   CHECK(s.markdown().find(s.block_note) != std::string::npos);
-  CHECK(s.text().find(s.block_note) != std::string::npos);
+  // The terminal text wraps it to the terminal's width.
+  CHECK(s.text().find(ts::wrap_for_terminal(s.block_note, ts::terminal_width())) != std::string::npos);
   CHECK(s.json.at("block").at("skipped") == s.block_note);
 }
 
