@@ -23,33 +23,6 @@ using lanes::store;
 using lanes::v2d;
 using lanes::v4d;
 
-// Scores of R query rows against NV*W keys: s = 0 + q0·k0 + q1·k1 + ...
-template <class V, int R, int NV>
-TS_TILE void qk_tile(const double* q, int64_t ld_q, const double* kt, int64_t ld_kt, double* s,
-                     int64_t ld_s, int64_t D) {
-  constexpr int W = Lanes<V>::W;
-  V acc[R][NV];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 16
-    for (int n = 0; n < NV; ++n) acc[r][n] = V{};
-  for (int64_t d = 0; d < D; ++d) {
-    V kv[NV];
-#pragma GCC unroll 16
-    for (int n = 0; n < NV; ++n) kv[n] = load<V>(kt + d * ld_kt + n * W);
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-      const V b = splat<V>(q[r * ld_q + d]);
-#pragma GCC unroll 16
-      for (int n = 0; n < NV; ++n) acc[r][n] = acc[r][n] + b * kv[n];
-    }
-  }
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 16
-    for (int n = 0; n < NV; ++n) store(s + r * ld_s + n * W, acc[r][n]);
-}
-
 // Scratch of one task, reused by the thread.
 struct Scratch {
   std::vector<double> kt, vp, p, acc, m, l;
@@ -70,8 +43,8 @@ template <class V, int R, int NV>
 TS_TILE void score_panel(const Task& t, const double* kt, int64_t j0, double* p) {
   const int64_t ld = t.block_k, c = NV * Lanes<V>::W;
   int64_t i = 0;
-  for (; i + R <= t.nq; i += R) qk_tile<V, R, NV>(t.q + i * t.ld_q, t.ld_q, kt, c, p + i * ld + j0, ld, t.D);
-  for (; i < t.nq; ++i) qk_tile<V, 1, NV>(t.q + i * t.ld_q, t.ld_q, kt, c, p + i * ld + j0, ld, t.D);
+  for (; i + R <= t.nq; i += R) pv_tile<V, R, NV, true>(t.q + i * t.ld_q, t.ld_q, kt, c, t.D, p + i * ld + j0, ld);
+  for (; i < t.nq; ++i) pv_tile<V, 1, NV, true>(t.q + i * t.ld_q, t.ld_q, kt, c, t.D, p + i * ld + j0, ld);
 }
 
 template <class V, int R, int NV>

@@ -57,8 +57,9 @@ TS_TILE To bits(const From& x) {
   return out;
 }
 
-// acc rows (R of them, NV*W channels) += p0·v0 + p1·v1 + ... in key order.
-template <class V, int R, int NV>
+// acc rows (R of them, NV*W channels) = (acc, or 0 with Zero) + p0·v0 + p1·v1 + ... in that
+// order: P·V with Zero false, and with Zero true the scores Q·Kᵀ (q as p, Kᵀ's rows as v).
+template <class V, int R, int NV, bool Zero = false>
 TS_TILE void pv_tile(const double* p, int64_t ld_p, const double* v, int64_t ld_v, int64_t nk,
                      double* acc, int64_t ld_acc) {
   constexpr int W = Lanes<V>::W;
@@ -66,7 +67,7 @@ TS_TILE void pv_tile(const double* p, int64_t ld_p, const double* v, int64_t ld_
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 16
-    for (int n = 0; n < NV; ++n) a[r][n] = load<V>(acc + r * ld_acc + n * W);
+    for (int n = 0; n < NV; ++n) a[r][n] = Zero ? V{} : load<V>(acc + r * ld_acc + n * W);
   for (int64_t j = 0; j < nk; ++j) {
     V vv[NV];
 #pragma GCC unroll 16

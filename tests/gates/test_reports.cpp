@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "gates/report.hpp"
 #include "seed_support.hpp"
+#include "text_lines.hpp"
 
 using namespace ts;
 
@@ -139,12 +140,7 @@ TEST_CASE("HTML: several runs on one page, each with its own anchors, under one 
 }
 
 namespace {
-std::vector<std::string> lines_of(const std::string& s) {
-  std::vector<std::string> v;
-  std::istringstream in(s);
-  for (std::string l; std::getline(in, l);) v.push_back(l);
-  return v;
-}
+using ts::test::lines_of;
 // The words /bin/sh reads in `cmd`, one a line.
 std::string shell_words(const std::string& cmd) {
   const std::string dir = tmpdir();
@@ -158,11 +154,7 @@ std::string shell_words(const std::string& cmd) {
   ss << in.rdbuf();
   return ss.str();
 }
-size_t widest(const std::string& s) {
-  size_t w = 0;
-  for (const auto& l : lines_of(s)) w = std::max(w, l.size());
-  return w;
-}
+using ts::test::widest;
 }  // namespace
 
 TEST_CASE("terminal: a gate of many rules puts each candidate in a block that fits the width") {

@@ -6,15 +6,11 @@
 
 #include "catch.hpp"
 #include "cli_runner.hpp"
+#include "text_lines.hpp"
 
 namespace {
 
-std::vector<std::string> lines_of(const std::string& s) {
-  std::vector<std::string> v;
-  std::istringstream in(s);
-  for (std::string l; std::getline(in, l);) v.push_back(l);
-  return v;
-}
+using ts::test::lines_of;
 
 bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
 

@@ -14,6 +14,7 @@
 
 #include "catch.hpp"
 #include "cli_runner.hpp"
+#include "text_lines.hpp"
 #include "fixtures/fixture.hpp"
 
 namespace fs = std::filesystem;
@@ -40,12 +41,7 @@ void expect_bad_input(const Run& r, const std::string& file, const std::string& 
   CHECK(r.err.find(words) != std::string::npos);
 }
 
-size_t widest(const std::string& s) {
-  size_t w = 0;
-  std::istringstream in(s);
-  for (std::string l; std::getline(in, l);) w = std::max(w, l.size());
-  return w;
-}
+using ts::test::widest;
 
 }  // namespace
 

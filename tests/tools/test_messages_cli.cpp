@@ -12,6 +12,7 @@
 
 #include "catch.hpp"
 #include "cli_runner.hpp"
+#include "text_lines.hpp"
 #include "core/block_config.hpp"
 #include "fixtures/fixture.hpp"
 
@@ -29,12 +30,7 @@ int lines(const std::string& s) {
   return n;
 }
 
-size_t widest(const std::string& s) {
-  size_t w = 0;
-  std::istringstream in(s);
-  for (std::string l; std::getline(in, l);) w = std::max(w, l.size());
-  return w;
-}
+using ts::test::widest;
 
 // A tiny fixture with the exact output stored (stored:exact exists).
 const std::string& tiny() {
