@@ -7,132 +7,37 @@
 #include <limits>
 
 #include "core/error.hpp"
+#include "gates/metric_sums.hpp"
 
 namespace ts {
+using metric_detail::kChunk;
+using metric_detail::Sums;
+
+MetricSet metric_detail::Sums::finish() const {
+  MetricSet m;
+  m.count = n;
+  m.nonfinite = nonfinite_a;
+  m.nonfinite_ref = nonfinite_b;
+  m.ulp_max = ulp_max;
+  if (n == 0) return m;
+  const double dn = static_cast<double>(n);
+  // Undefined (not divided) when the reference has no norm; a NaN sum
+  // fails `> 0` and so also leaves the figure undefined rather than NaN
+  // when b is non-finite; a non-finite `a` propagates NaN/Inf into it.
+  if (b2 > 0) m.rel_l2 = std::sqrt(d2) / std::sqrt(b2);
+  if (b2 > 0 && a2 > 0) m.cosine = ab / (std::sqrt(a2) * std::sqrt(b2));
+  if (b2 > 0) m.gain = ab / b2;
+  if (absb > 0) m.rel_l1 = absd / absb;
+  m.rmse = std::sqrt(d2 / dn);
+  m.max_abs = max_absd;
+  m.mean_abs = absd / dn;
+  m.zero_fraction = static_cast<double>(zeros_a) / dn;
+  m.zero_fraction_ref = static_cast<double>(zeros_b) / dn;
+  m.identical_fraction = static_cast<double>(identical) / dn;
+  return m;
+}
+
 namespace {
-
-// Partial sums of one fixed stretch of elements. Stretches are combined in
-// index order, so every figure is identical at any thread count.
-struct Acc {
-  int64_t n = 0;
-  double d2 = 0, a2 = 0, b2 = 0, ab = 0, absd = 0, absb = 0, max_absd = 0;
-  int64_t nonfinite_a = 0, nonfinite_b = 0, zeros_a = 0, zeros_b = 0, identical = 0;
-  double ulp_max = 0;
-
-  void add(double x, double y, DType storage) {
-    ++n;
-    if (!std::isfinite(x)) ++nonfinite_a;
-    if (!std::isfinite(y)) ++nonfinite_b;
-    if (x == 0.0) ++zeros_a;
-    if (y == 0.0) ++zeros_b;
-    const double d = x - y;
-    d2 += d * d;
-    a2 += x * x;
-    b2 += y * y;
-    ab += x * y;
-    absd += std::fabs(d);
-    absb += std::fabs(y);
-    // NaN must not hide in a max: a NaN difference makes the max NaN.
-    const double ad = std::fabs(d);
-    if (std::isnan(ad) || ad > max_absd) max_absd = ad;
-    const double u = ulp_distance(x, y, storage);
-    if (u > ulp_max) ulp_max = u;
-    if (u == 0.0) ++identical;
-  }
-
-  void merge(const Acc& o) {
-    n += o.n;
-    d2 += o.d2;
-    a2 += o.a2;
-    b2 += o.b2;
-    ab += o.ab;
-    absd += o.absd;
-    absb += o.absb;
-    if (std::isnan(o.max_absd) || o.max_absd > max_absd) max_absd = o.max_absd;
-    nonfinite_a += o.nonfinite_a;
-    nonfinite_b += o.nonfinite_b;
-    zeros_a += o.zeros_a;
-    zeros_b += o.zeros_b;
-    if (o.ulp_max > ulp_max) ulp_max = o.ulp_max;
-    identical += o.identical;
-  }
-
-  MetricSet finish() const {
-    MetricSet m;
-    m.count = n;
-    m.nonfinite = nonfinite_a;
-    m.nonfinite_ref = nonfinite_b;
-    m.ulp_max = ulp_max;
-    if (n == 0) return m;
-    const double dn = static_cast<double>(n);
-    // Undefined (not divided) when the reference has no norm; a NaN sum
-    // fails `> 0` and so also leaves the figure undefined rather than NaN
-    // when b is non-finite; a non-finite `a` propagates NaN/Inf into it.
-    if (b2 > 0) m.rel_l2 = std::sqrt(d2) / std::sqrt(b2);
-    if (b2 > 0 && a2 > 0) m.cosine = ab / (std::sqrt(a2) * std::sqrt(b2));
-    if (b2 > 0) m.gain = ab / b2;
-    if (absb > 0) m.rel_l1 = absd / absb;
-    m.rmse = std::sqrt(d2 / dn);
-    m.max_abs = max_absd;
-    m.mean_abs = absd / dn;
-    m.zero_fraction = static_cast<double>(zeros_a) / dn;
-    m.zero_fraction_ref = static_cast<double>(zeros_b) / dn;
-    m.identical_fraction = static_cast<double>(identical) / dn;
-    return m;
-  }
-};
-
-constexpr int64_t kChunk = 1 << 14;
-
-int64_t ordered16(uint16_t bits) {
-  const int64_t mag = bits & 0x7fff;
-  return (bits & 0x8000) ? -mag : mag;
-}
-
-// x rounded to nearest (ties to even) in a binary format of `mant` stored
-// significand bits and `ebits` exponent bits, as its bit pattern; beyond the
-// largest finite value it is infinity. (float16: 10, 5; bfloat16: 7, 8.)
-uint32_t ieee_bits(double x, int mant, int ebits) {
-  const int bias = (1 << (ebits - 1)) - 1;
-  const uint32_t sign = std::signbit(x) ? 1u << (mant + ebits) : 0u;
-  const uint32_t inf = ((1u << ebits) - 1) << mant;
-  const double ax = std::fabs(x);
-  if (ax == 0.0) return sign;
-  if (std::isinf(ax)) return sign | inf;
-  int e = 0;
-  std::frexp(ax, &e);  // ax = m * 2^e, m in [0.5, 1)
-  int E = e - 1;
-  if (E < 1 - bias) {  // subnormal: a multiple of 2^(1 - bias - mant); the top one rounds up to the smallest normal
-    const double k = std::nearbyint(std::ldexp(ax, mant + bias - 1));
-    return sign | static_cast<uint32_t>(k);
-  }
-  const double one = std::ldexp(1.0, mant);
-  double m = std::nearbyint(std::ldexp(ax, mant - E)) - one;
-  if (m >= one) {
-    m = 0;
-    ++E;
-  }
-  if (E > bias) return sign | inf;
-  return sign | (static_cast<uint32_t>(E + bias) << mant) | static_cast<uint32_t>(m);
-}
-
-uint16_t f16_bits(double x) { return static_cast<uint16_t>(ieee_bits(x, 10, 5)); }
-uint16_t bf16_bits(double x) { return static_cast<uint16_t>(ieee_bits(x, 7, 8)); }
-
-uint32_t f32_bits(double x) {
-  const float f = static_cast<float>(x);
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-
-double ordered_distance32(uint32_t x, uint32_t y) {
-  auto ord = [](uint32_t b) -> int64_t {
-    const int64_t mag = b & 0x7fffffffu;
-    return (b & 0x80000000u) ? -mag : mag;
-  };
-  return std::fabs(static_cast<double>(ord(x) - ord(y)));
-}
 
 void check_same_shape(const Tensor& a, const Tensor& b) {
   if (a.shape != b.shape)
@@ -154,29 +59,7 @@ nlohmann::json opt(const std::optional<double>& v) { return v ? num(*v) : nlohma
 }  // namespace
 
 double ulp_distance(double x, double y, DType storage) {
-  if (!std::isfinite(x) || !std::isfinite(y)) {
-    if (std::isinf(x) && x == y) return 0.0;
-    return std::numeric_limits<double>::infinity();
-  }
-  switch (storage) {
-    case DType::bf16:
-      return std::fabs(static_cast<double>(ordered16(bf16_bits(x)) - ordered16(bf16_bits(y))));
-    case DType::f16:
-      return std::fabs(static_cast<double>(ordered16(f16_bits(x)) - ordered16(f16_bits(y))));
-    case DType::f32:
-      return ordered_distance32(f32_bits(x), f32_bits(y));
-    case DType::f64: {
-      uint64_t ux, uy;
-      std::memcpy(&ux, &x, sizeof ux);
-      std::memcpy(&uy, &y, sizeof uy);
-      const uint64_t mx = ux & 0x7fffffffffffffffull, my = uy & 0x7fffffffffffffffull;
-      const bool nx = (ux >> 63) != 0 && mx != 0, ny = (uy >> 63) != 0 && my != 0;
-      if (nx == ny) return static_cast<double>(mx > my ? mx - my : my - mx);
-      return static_cast<double>(mx) + static_cast<double>(my);
-    }
-    default:
-      return std::fabs(x - y);  // integer storage: one unit is 1
-  }
+  return metric_detail::any_ulp_distance(x, y, storage);
 }
 
 std::optional<double> MetricSet::get(const std::string& name) const {
@@ -289,18 +172,10 @@ MetricSet compute_metrics(const Tensor& a, const Tensor& b) {
 MetricSet compute_metrics(const Tensor& a, const Tensor& b, DType storage) {
   check_same_shape(a, b);
   const int64_t n = a.numel();
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
-  std::vector<Acc> part(static_cast<size_t>(chunks));
-  const double* pa = a.ptr();
-  const double* pb = b.ptr();
-#pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
-    Acc& acc = part[static_cast<size_t>(c)];
-    const int64_t end = std::min(n, (c + 1) * kChunk);
-    for (int64_t i = c * kChunk; i < end; ++i) acc.add(pa[i], pb[i], storage);
-  }
-  Acc total;
-  for (const Acc& p : part) total.merge(p);
+  std::vector<Sums> part(static_cast<size_t>((n + kChunk - 1) / kChunk));
+  metric_detail::chunk_sums(a.ptr(), b.ptr(), n, storage, part.data());
+  Sums total;
+  for (const Sums& p : part) total.merge(p);
   return total.finish();
 }
 
@@ -310,56 +185,45 @@ MetricBreakdown compute_breakdown(const Tensor& a, const Tensor& b, const BlockC
     throw InputError("metrics: breakdown needs an [S, H, D] tensor, got " + a.shape_string());
   const int64_t S = a.dim(0), H = a.dim(1), D = a.dim(2);
   const int64_t frames = config.grid_t;
-  constexpr int64_t kBlock = 128;
+  constexpr int64_t kBlock = metric_detail::kQueryBlock;
   const int64_t blocks = (S + kBlock - 1) / kBlock;
   const DType storage = ulp_storage(a.dtype, b.dtype);
+  const size_t slots = static_cast<size_t>(frames + 1);
 
-  // Per query block: one accumulator per head and one per frame (index
-  // frames = conditioning). Blocks run in parallel; everything is merged in
-  // block order afterwards, so the figures do not depend on the thread count.
-  std::vector<std::vector<Acc>> head_acc(static_cast<size_t>(blocks),
-                                         std::vector<Acc>(static_cast<size_t>(H)));
-  std::vector<std::vector<Acc>> frame_acc(static_cast<size_t>(blocks),
-                                          std::vector<Acc>(static_cast<size_t>(frames + 1)));
-  const double* pa = a.ptr();
-  const double* pb = b.ptr();
+  // Per query block: the sums of each head and of each frame (slot frames =
+  // conditioning), each in index order; merged in block order afterwards, so
+  // the figures do not depend on the thread count. The overall stretches come
+  // from the same pass where they fit in query blocks.
+  std::vector<Sums> head_acc(static_cast<size_t>(blocks * H)), frame_acc(static_cast<size_t>(blocks) * slots);
   std::vector<int64_t> frame_of(static_cast<size_t>(S));
   for (int64_t s = 0; s < S; ++s) {
     const int64_t f = config.frame_of_token(s);
     frame_of[static_cast<size_t>(s)] = (f < 0 || f >= frames) ? frames : f;
   }
-#pragma omp parallel for schedule(static)
-  for (int64_t blk = 0; blk < blocks; ++blk) {
-    const int64_t end = std::min(S, (blk + 1) * kBlock);
-    for (int64_t s = blk * kBlock; s < end; ++s) {
-      Acc& fa = frame_acc[static_cast<size_t>(blk)][static_cast<size_t>(frame_of[static_cast<size_t>(s)])];
-      for (int64_t h = 0; h < H; ++h) {
-        Acc& ha = head_acc[static_cast<size_t>(blk)][static_cast<size_t>(h)];
-        const int64_t base = (s * H + h) * D;
-        for (int64_t d = 0; d < D; ++d) {
-          ha.add(pa[base + d], pb[base + d], storage);
-          fa.add(pa[base + d], pb[base + d], storage);
-        }
-      }
-    }
-  }
+  const int64_t n = a.numel();
+  std::vector<Sums> chunks(static_cast<size_t>((n + kChunk - 1) / kChunk));
+  const bool fused = metric_detail::breakdown_covers_chunks(H, D);
+  metric_detail::breakdown_sums(a.ptr(), b.ptr(), S, H, D, frame_of.data(), frames, storage, head_acc.data(),
+                                frame_acc.data(), fused ? chunks.data() : nullptr);
+  if (!fused) metric_detail::chunk_sums(a.ptr(), b.ptr(), n, storage, chunks.data());
   MetricBreakdown out;
   out.tokens = S;
-  out.overall = compute_metrics(a, b, storage);
+  Sums total;
+  for (const Sums& p : chunks) total.merge(p);
+  out.overall = total.finish();
   out.overall.set_storage(a.dtype, b.dtype);
-  std::vector<Acc> per_head(static_cast<size_t>(H)), per_frame(static_cast<size_t>(frames + 1));
+  std::vector<Sums> per_head(static_cast<size_t>(H)), per_frame(slots);
   for (int64_t blk = 0; blk < blocks; ++blk) {
-    Acc block_total;
+    Sums block_total;
     for (int64_t h = 0; h < H; ++h) {
-      const Acc& x = head_acc[static_cast<size_t>(blk)][static_cast<size_t>(h)];
+      const Sums& x = head_acc[static_cast<size_t>(blk * H + h)];
       block_total.merge(x);
       per_head[static_cast<size_t>(h)].merge(x);
     }
     out.per_query_block.push_back(block_total.finish());
-    for (int64_t f = 0; f <= frames; ++f)
-      per_frame[static_cast<size_t>(f)].merge(frame_acc[static_cast<size_t>(blk)][static_cast<size_t>(f)]);
+    for (size_t f = 0; f < slots; ++f) per_frame[f].merge(frame_acc[static_cast<size_t>(blk) * slots + f]);
   }
-  for (const Acc& x : per_head) out.per_head.push_back(x.finish());
+  for (const Sums& x : per_head) out.per_head.push_back(x.finish());
   for (int64_t f = 0; f < frames; ++f) out.per_frame.push_back(per_frame[static_cast<size_t>(f)].finish());
   if (per_frame[static_cast<size_t>(frames)].n > 0) out.cond = per_frame[static_cast<size_t>(frames)].finish();
   for (auto* v : {&out.per_head, &out.per_query_block, &out.per_frame})

@@ -84,28 +84,29 @@ int run(const Opts& o) {
   if (!o.floor.empty() && floor_t.shape != b.shape)
     throw ts::InputError("--noise-floor " + o.floor + ": shape " + floor_t.shape_string() + " differs from B's " +
                          b.shape_string());
-  const ts::MetricSet m = ts::compute_metrics(a, b);
-  nlohmann::json j{{"fixture", o.fixture},
-                   {"a", {{"name", o.a}, {"dataset", dataset_of(o.fixture, o.a)}, {"dtype", ts::dtype_name(a.dtype)}}},
-                   {"b", {{"name", o.b}, {"dataset", dataset_of(o.fixture, o.b)}, {"dtype", ts::dtype_name(b.dtype)}}},
-                   {"shape", a.shape_string()},
-                   {"metrics", m.to_json()}};
+  // With a breakdown, its overall figures are these (the same pass, the same bits).
+  const bool grouped = a.rank() == 3 && (o.breakdown || o.html.on());
   std::optional<ts::MetricBreakdown> br;
+  std::string no_breakdown = "no breakdown: it needs [S, H, D] tensors, these are " + a.shape_string();
   if (o.breakdown && a.rank() != 3)
     throw ts::InputError("--breakdown needs [S, H, D] tensors, got " + a.shape_string());
   // The page's plots are the breakdown, so --html computes it whenever the
   // tensors have heads, without asking for --breakdown; a breakdown only the
   // page wanted does not fail the comparison, the page says why it is absent.
-  std::string no_breakdown = "no breakdown: it needs [S, H, D] tensors, these are " + a.shape_string();
-  if (a.rank() == 3 && (o.breakdown || o.html.on())) {
+  if (grouped) {
     try {
-      const ts::Fixture fx = ts::load_fixture(o.fixture, {true, false});
-      br = ts::compute_breakdown(a, b, fx.config);
+      br = ts::compute_breakdown(a, b, ts::read_fixture_config(o.fixture));
     } catch (const ts::InputError& e) {
       if (o.breakdown) throw;
       no_breakdown = std::string("no breakdown: ") + e.what();
     }
   }
+  const ts::MetricSet m = br ? br->overall : ts::compute_metrics(a, b);
+  nlohmann::json j{{"fixture", o.fixture},
+                   {"a", {{"name", o.a}, {"dataset", dataset_of(o.fixture, o.a)}, {"dtype", ts::dtype_name(a.dtype)}}},
+                   {"b", {{"name", o.b}, {"dataset", dataset_of(o.fixture, o.b)}, {"dtype", ts::dtype_name(b.dtype)}}},
+                   {"shape", a.shape_string()},
+                   {"metrics", m.to_json()}};
   if (o.breakdown) {
     j["breakdown"] = br->to_json();
     j["worst"] = br->worst(static_cast<size_t>(o.top));
@@ -124,8 +125,7 @@ int run(const Opts& o) {
     rep.breakdown = br;
     if (!br) rep.breakdown_note = no_breakdown;
     if (br && !o.floor.empty()) {
-      const ts::Fixture fx = ts::load_fixture(o.fixture, {true, false});
-      rep.floor = ts::compute_breakdown(floor_t, b, fx.config);
+      rep.floor = ts::compute_breakdown(floor_t, b, ts::read_fixture_config(o.fixture));
       rep.floor_name = o.floor;
     }
     o.html.emit(ts::render_compare_html(rep));

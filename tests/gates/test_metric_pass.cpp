@@ -1,0 +1,128 @@
+// The metric passes (gates/metric_pass.cpp) against the plain definitions:
+// rounding to a 16-bit format by frexp/ldexp, and every sum added one element
+// at a time in index order.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "catch.hpp"
+#include "core/block_config.hpp"
+#include "gates/metric_sums.hpp"
+#include "gates/metrics.hpp"
+
+namespace {
+
+// The rounding the metrics define (round to nearest even in a format of
+// `mant` stored significand bits and `ebits` exponent bits), by libm.
+uint32_t rounded_by_libm(double x, int mant, int ebits) {
+  const int bias = (1 << (ebits - 1)) - 1;
+  const uint32_t inf = ((1u << ebits) - 1) << mant;
+  const double ax = std::fabs(x);
+  if (ax == 0.0) return 0;
+  if (std::isinf(ax)) return inf;
+  int e = 0;
+  std::frexp(ax, &e);
+  int E = e - 1;
+  if (E < 1 - bias) return static_cast<uint32_t>(std::nearbyint(std::ldexp(ax, mant + bias - 1)));
+  const double one = std::ldexp(1.0, mant);
+  double m = std::nearbyint(std::ldexp(ax, mant - E)) - one;
+  if (m >= one) {
+    m = 0;
+    ++E;
+  }
+  if (E > bias) return inf;
+  return (static_cast<uint32_t>(E + bias) << mant) | static_cast<uint32_t>(m);
+}
+
+double from_bits(uint64_t u) {
+  double d;
+  std::memcpy(&d, &u, sizeof d);
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("the integer rounding to bfloat16 and float16 is libm's, at every exponent") {
+  using ts::metric_detail::rounded_magnitude;
+  std::mt19937_64 rng(7);
+  std::vector<double> xs = {0.0, -0.0, 1.0, 65504.0, 65520.0, 65519.99, 0x1p-14, 0x1p-24, 0x1p-25, 0x1.8p-25,
+                            0x1p-126, 0x1p-133, 0x1p-134, 0x1.8p-134, 3.3895313892515355e38, 3.4e38, 1e300,
+                            from_bits(1), from_bits(0x000fffffffffffffull), -2.5e-5, 1.00390625, 1.01171875};
+  for (int i = 0; i < 400000; ++i) {
+    // Every exponent a double has, and ties: significands with few bits set.
+    const uint64_t sign = (rng() & 1) << 63, ex = rng() % 2047;
+    uint64_t frac = rng() & ((uint64_t(1) << 52) - 1);
+    if (i % 3 == 0) frac &= ~((uint64_t(1) << (40 + rng() % 12)) - 1);
+    xs.push_back(from_bits(sign | (ex << 52) | frac));
+  }
+  for (double x : xs) {
+    INFO(x);
+    REQUIRE(rounded_magnitude<7, 8>(x) == rounded_by_libm(x, 7, 8));
+    REQUIRE(rounded_magnitude<10, 5>(x) == rounded_by_libm(x, 10, 5));
+  }
+}
+
+TEST_CASE("the vector passes give the sums of one element at a time, on every instruction set") {
+  using namespace ts;
+  // A geometry whose query blocks hold whole stretches (fused) and one whose do not.
+  for (const auto [H, D] : {std::pair<int64_t, int64_t>{2, 64}, {3, 40}}) {
+    BlockConfig c;
+    c.heads = H;
+    c.head_dim = D;
+    c.grid_t = 3;
+    c.grid_h = 4;
+    c.grid_w = 50;
+    c.segments = {{"video", true, 0, 600}, {"text", false, 600, 77}};
+    const int64_t S = c.tokens();
+    Tensor a({S, H, D}, DType::bf16), b({S, H, D}, DType::f32);
+    std::mt19937_64 rng(3);
+    std::normal_distribution<double> n(0, 1);
+    for (size_t i = 0; i < a.data.size(); ++i) {
+      b.data[i] = static_cast<float>(n(rng));
+      a.data[i] = std::ldexp(std::nearbyint(std::ldexp(b.data[i], 7)), -7);  // a few ulps off
+    }
+    a.data[5] = NAN;
+    a.data[77] = INFINITY;
+    b.data[78] = 0.0;
+    std::vector<MetricBreakdown> runs;
+    for (bool sse2 : {false, true}) {
+      metric_detail::scalar_lanes_only() = sse2;
+      runs.push_back(compute_breakdown(a, b, c));
+    }
+    metric_detail::scalar_lanes_only() = false;
+    // The definition: every group's sums element by element in index order.
+    const DType storage = ulp_storage(a.dtype, b.dtype);
+    std::vector<metric_detail::Sums> heads(static_cast<size_t>(H));
+    metric_detail::Sums all, chunk;
+    std::vector<metric_detail::Sums> chunks;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      chunk.add(a.data[i], b.data[i], storage);
+      if ((i + 1) % metric_detail::kChunk == 0 || i + 1 == a.numel()) {
+        all.merge(chunk);
+        chunk = {};
+      }
+    }
+    MetricSet want = all.finish();
+    for (const auto& got : runs) {
+      INFO("H " << H << " D " << D);
+      CHECK(got.overall.to_json() == [&] { want.set_storage(a.dtype, b.dtype); return want.to_json(); }());
+      CHECK(got.to_json() == runs.front().to_json());
+      CHECK(compute_metrics(a, b).to_json() == got.overall.to_json());
+    }
+    // Per head and query block, against block-by-block sums.
+    for (int64_t blk = 0; blk * 128 < S; ++blk) {
+      metric_detail::Sums block;
+      for (int64_t h = 0; h < H; ++h) {
+        metric_detail::Sums s;
+        for (int64_t t = blk * 128; t < std::min(S, (blk + 1) * 128); ++t)
+          for (int64_t d = 0; d < D; ++d) s.add(a.data[(t * H + h) * D + d], b.data[(t * H + h) * D + d], storage);
+        block.merge(s);
+      }
+      MetricSet m = block.finish();
+      m.set_storage(a.dtype, b.dtype);
+      CHECK(runs.front().per_query_block[static_cast<size_t>(blk)].to_json() == m.to_json());
+    }
+  }
+}
