@@ -63,11 +63,13 @@ TEST_CASE("malformed gate files name the JSON path") {
   CHECK(error_of(R"({"schema": "touchstone.gate/1", "name": "t", "rules": [{"id": "a", "metric": "rel_l2", "max": "0.05"}]})") ==
         "g.json: rules[0].max: expected a number, got string");
   CHECK(error_of("{" + kHead + R"("rules": [{"id": "a", "metric": "rel_l2", "max": 1}, {"id": "b", "metric": "rel_l2", "maxx": 1}]})") ==
-        "g.json: rules[1]: rule 'b' has no bound (give min, max, max_ratio_to_baseline or growth)");
+        "g.json: rules[1].maxx: unknown key (did you mean 'max'? keys: id, metric, against, min, max, "
+        "max_ratio_to_baseline, growth, confidence, optional, tensor, description)");
   CHECK(error_of("{" + kHead + R"("rules": [{"id": "a", "metric": "rel_l2", "max": 1, "maxx": 1}]})") ==
-        "g.json: rules[0].maxx: unknown key");
+        "g.json: rules[0].maxx: unknown key (did you mean 'max'? keys: id, metric, against, min, max, "
+        "max_ratio_to_baseline, growth, confidence, optional, tensor, description)");
   CHECK(error_of("{" + kHead + R"("extra": 1, "rules": [{"id": "a", "metric": "rel_l2", "max": 1}]})") ==
-        "g.json: extra: unknown key");
+        "g.json: extra: unknown key (keys: schema, name, description, baseline, tensor, time_emulations, rules)");
   CHECK(error_of("{" + kHead + R"("rules": []})") == "g.json: rules: must hold at least one rule");
   CHECK(error_of("{" + kHead + R"("rules": {}})") == "g.json: rules: expected an array, got object");
   CHECK(error_of("{" + kHead + R"("rules": [{"id": "a", "metric": "l2", "max": 1}]})").rfind(
