@@ -210,3 +210,31 @@ TEST_CASE("messages CLI: a sweep says its emulated rows were not timed, and fits
   CHECK(r.out.find("timed in 3 pairs") == std::string::npos);
   CHECK(widest(r.out) <= 100);
 }
+
+TEST_CASE("messages CLI: a misspelt gate-file key is an unknown key with the nearest, whatever it hides") {
+  const std::string againts = dir() + "/againts.gate.json", mx = dir() + "/mx.gate.json";
+  std::ofstream(againts) << R"({"schema": "touchstone.gate/1", "name": "g", "rules": [
+    {"id": "a", "metric": "rel_l2", "againts": "exact", "max_ratio_to_baseline": 2}]})";
+  std::ofstream(mx) << R"({"schema": "touchstone.gate/1", "name": "g", "rules": [
+    {"id": "a", "metric": "rel_l2", "mx": 0.1}]})";
+  bad_input(cli("gate --gate " + againts + " --fixture " + tiny() + " --candidate exact"),
+            "rules[0].againts: unknown key (did you mean 'against'? keys: id, metric, against,");
+  bad_input(cli("gate --gate " + mx + " --fixture " + tiny() + " --candidate exact"),
+            "rules[0].mx: unknown key (did you mean 'max'? keys: ");
+}
+
+TEST_CASE("messages CLI: compare takes stored:NAME as gate does, and explains another backend spec") {
+  const CliResult r = cli("compare " + tiny() + " stored:exact exact");
+  INFO(r.out << r.err);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("/outputs/exact/attention (float64) vs /outputs/exact/attention") != std::string::npos);
+  bad_input(cli("compare " + tiny() + " sol:tau=1.3 exact"), "'sol:tau=1.3' is a backend spec; compare reads stored tensors");
+}
+
+TEST_CASE("messages CLI: reference --tau and sweep --tau say the same of a bad value") {
+  const CliResult ref = cli("reference " + tiny() + " --backend sol --tau abc");
+  const CliResult sweep = cli("sweep " + tiny() + " --tau abc");
+  bad_input(ref, "--tau: 'abc' is not a finite number");
+  bad_input(sweep, "--tau: 'abc' is not a finite number");
+  CHECK(ref.err == sweep.err);
+}
