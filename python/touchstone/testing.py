@@ -97,12 +97,20 @@ def _failure_message(run, verdict, gate_name, fixture, copy):
     failed = [o for o in verdict.outcomes
               if o.status in ("fail", "inconclusive") or (o.status == "missing" and not o.optional)]
     failed.sort(key=lambda o: "worst" not in json.loads(o.to_json()))  # stable: gate order within
+    rules = [f"{o.id} [{o.status}]: {o.message}" for o in failed]
+    # A NaN is said once, as the terminal report says it (gates/report_terminal.cpp).
+    if any(o.builtin and o.id == "finite_guard" and o.status == "fail" for o in failed):
+        nan = [o for o in failed if o.status == "fail" and not o.builtin
+               and " non-finite values (NaN never passes)" in o.message]
+        if nan:
+            rules = [f"{', '.join(o.id for o in nan)} [fail]: the candidate's non-finite values "
+                     "(finite_guard below)"] + [f"{o.id} [{o.status}]: {o.message}"
+                                                 for o in failed if o not in nan]
     lines = [terminal.fill(f"{verdict.candidate}: {verdict.verdict} by gate {gate_name}, on {fixture}",
                            MESSAGE_COLUMNS)]
     if failed:
         lines.append("rules not passed (those locating the fault first):")
-        lines += [terminal.fill(f"{o.id} [{o.status}]: {o.message}", MESSAGE_COLUMNS, "  ", "      ")
-                  for o in failed]
+        lines += [terminal.fill(r, MESSAGE_COLUMNS, "  ", "      ") for r in rules]
     report = run.render_terminal(width=MESSAGE_COLUMNS).rstrip("\n")
     # The report's input is the user's fixture; its repro line keeps the copy, where the
     # candidate's output is stored.
