@@ -72,7 +72,10 @@ std::string heatmap_svg(const std::string& title, const std::string& row_axis, c
   if (!(hi > 0)) hi = lo;
   const double llo = std::log10(lo), lhi = std::log10(hi);
   const int cw = int(std::clamp(760.0 / double(std::max<size_t>(C, 1)), 10.0, 60.0)), ch = R > 24 ? 14 : 22;
-  const int left = 150, top = 30, width = left + int(C) * cw + 20, height = top + int(R) * ch + 50;
+  const std::string axis_text = col_axis + " (" + std::to_string(C) + " columns, left to right; rows: " + row_axis + ")";
+  // Wide enough for the title and the axis line too (a map of few columns cut them short).
+  const int left = 150, top = 30, height = top + int(R) * ch + 50;
+  const int width = std::max({left + int(C) * cw + 20, 12 + int(title.size()) * 8, left + int(axis_text.size()) * 6 + 20});
   std::ostringstream o;
   o << "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
     << "\" role=\"img\" aria-label=\"" << markup_escape(title) << "\" class=\"heatmap\">\n";
@@ -110,8 +113,8 @@ std::string heatmap_svg(const std::string& title, const std::string& row_axis, c
     o << "<text x=\"" << left + int(k) * cw + cw / 2 << "\" y=\"" << top + int(R) * ch + 11
       << "\" font-size=\"9\" text-anchor=\"middle\">" << markup_escape(tick) << "</text>\n";
   }
-  o << "<text x=\"" << left << "\" y=\"" << top + int(R) * ch + 26 << "\" font-size=\"11\">" << markup_escape(col_axis)
-    << " (" << C << " columns, left to right; rows: " << markup_escape(row_axis) << ")</text>\n";
+  o << "<text x=\"" << left << "\" y=\"" << top + int(R) * ch + 26 << "\" font-size=\"11\">" << markup_escape(axis_text)
+    << "</text>\n";
   o << "</svg><figcaption>";
   if (scale == HeatScale::log)
     o << "colour: log10 from " << hm_g4(lo) << " (white) to " << hm_g4(hi) << " (dark red); 0 is drawn at the floor";
