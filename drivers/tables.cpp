@@ -6,6 +6,7 @@
 #include "fixtures/fixture.hpp"
 #include "gates/gate_file.hpp"
 #include "gates/metrics.hpp"
+#include "gates/report.hpp"
 #include "gates/verdict.hpp"
 #include "reference/sage2_presets.hpp"
 
@@ -71,6 +72,7 @@ nlohmann::json export_tables() {
                               {"rotate", kReplayTiming.rotate}}}}},
       {"builtin_gates", builtin_gate_names()},
       {"metrics", gate_metric_names()},
+      {"terminal", {{"default_width", kDefaultTerminalWidth}, {"min_width", kMinTerminalWidth}}},
   };
 }
 

@@ -1,6 +1,9 @@
 // The triage page: self-contained HTML (inline CSS and SVG, no scripts),
 // heatmaps of every map (gates/triage_heatmap.hpp), the same figures as the text.
+#include <map>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "drivers/triage.hpp"
 #include "gates/markup.hpp"
@@ -19,25 +22,50 @@ std::string render_triage_html(const nlohmann::json& r) {
     << markup_escape(r["shape"].get<std::string>()) << ", baseline <code>" << markup_escape(r["baseline"]["spec"].get<std::string>())
     << "</code>, exact <code>" << markup_escape(r["exact"]["spec"].get<std::string>()) << "</code></p>\n";
   o << "<h2>Summary</h2>\n<pre>" << markup_escape(render_triage_text(r)) << "</pre>\n";
-  auto maps = [&](const nlohmann::json& list, const std::string& who) {
+  // The maps compared on the page (the candidate's, the baseline's and
+  // --against's, each against exact) share one colour scale per map and
+  // figure; the block stage's maps are a comparison of their own.
+  using Scales = std::map<std::string, std::pair<HeatRange, HeatRange>>;  // map name -> (rel_l2, gain)
+  auto scales_of = [](const std::vector<std::pair<const nlohmann::json*, std::string>>& lists) {
+    Scales s;
+    std::string who;  // "the candidate's, the baseline's and against's"
+    for (size_t i = 0; i < lists.size(); ++i)
+      who += (i == 0 ? "" : i + 1 == lists.size() ? " and " : ", ") + lists[i].second;
+    for (const auto& [list, name] : lists)
+      for (const auto& m : *list) {
+        const std::string n = m["name"].get<std::string>();
+        const std::string shared = lists.size() > 1 ? who + " " + n + " maps" : "";
+        auto it = s.try_emplace(n, HeatRange(HeatScale::log, shared), HeatRange(HeatScale::around_one, shared)).first;
+        it->second.first.add(m["rel_l2"]);
+        it->second.second.add(m["gain"]);
+      }
+    return s;
+  };
+  auto maps = [&](const nlohmann::json& list, const std::string& who, const Scales& scales) {
     for (const auto& m : list) {
+      const auto& sc = scales.at(m["name"].get<std::string>());
       o << heatmap_svg(who + ": rel_l2 " + m["name"].get<std::string>(), m["row_axis"].get<std::string>(),
-                       m["col_axis"].get<std::string>(), m["rows"], m["cols"], m["rel_l2"], HeatScale::log);
+                       m["col_axis"].get<std::string>(), m["rows"], m["cols"], m["rel_l2"], sc.first);
       o << heatmap_svg(who + ": gain " + m["name"].get<std::string>(), m["row_axis"].get<std::string>(),
-                       m["col_axis"].get<std::string>(), m["rows"], m["cols"], m["gain"], HeatScale::around_one);
+                       m["col_axis"].get<std::string>(), m["rows"], m["cols"], m["gain"], sc.second);
     }
   };
+  std::vector<std::pair<const nlohmann::json*, std::string>> compared = {{&r["maps"]["candidate"], "the candidate's"},
+                                                                        {&r["maps"]["baseline"], "the baseline's"}};
+  if (r.contains("against")) compared.emplace_back(&r["against"]["maps_against_vs_exact"], "against's");
+  const Scales vs_exact = scales_of(compared);
   o << "<h2>Maps vs exact: candidate</h2>\n";
-  maps(r["maps"]["candidate"], "candidate");
+  maps(r["maps"]["candidate"], "candidate", vs_exact);
   o << "<h2>Maps vs exact: baseline (the noise floor)</h2>\n";
-  maps(r["maps"]["baseline"], "baseline");
+  maps(r["maps"]["baseline"], "baseline", vs_exact);
   if (r.contains("against")) {
     o << "<h2>Maps vs exact: against</h2>\n";
-    maps(r["against"]["maps_against_vs_exact"], "against");
+    maps(r["against"]["maps_against_vs_exact"], "against", vs_exact);
   }
   if (r["block"].contains("stage_maps")) {
-    o << "<h2>Block stage " << markup_escape(r["block"]["stage_maps"]["stage"].get<std::string>()) << "</h2>\n";
-    maps(r["block"]["stage_maps"]["maps"], "stage");
+    const auto& sm = r["block"]["stage_maps"];
+    o << "<h2>Block stage " << markup_escape(sm["stage"].get<std::string>()) << "</h2>\n";
+    maps(sm["maps"], "stage", scales_of({{&sm["maps"], "the stage's"}}));
   }
   o << "</body></html>\n";
   return o.str();

@@ -63,7 +63,9 @@ std::string render_triage_text(const nlohmann::json& r) {
   for (const char* k : {"rel_l2_worst_head", "rel_l2_worst_qblock", "rel_l2_worst_frame", "gain_error_worst_head"})
     if (wg.contains(k)) {
       const auto& g = wg[k];
-      o << "  " << k << ": " << g["kind"].get<std::string>() << " " << tt_f(g["index"]);
+      // The conditioning tokens are one group without an index (as the maps' "cond" column).
+      if (g["kind"] == "cond") o << "  " << k << ": the conditioning tokens";
+      else o << "  " << k << ": " << g["kind"].get<std::string>() << " " << tt_f(g["index"]);
       if (g.contains("tokens")) o << " (tokens " << tt_f(g["tokens"][0]) << ".." << tt_f(g["tokens"][1]) << ")";
       o << ", rel_l2 " << tt_f(g["rel_l2"]) << ", gain " << tt_f(g["gain"]) << "\n";
     }

@@ -46,6 +46,7 @@ GrowthBound parse_growth(const nlohmann::json& j, const std::string& where, cons
     return g;
   }
   json_input::ObjectReader r(j, where, path);
+  r.allow_only({"floor", "factor", "rounding"});
   const auto f = r.opt_number("floor"), k = r.opt_number("factor");
   if (!f || !k) throw InputError(where + ": " + path + ": needs both floor and factor (or the string \"table\")");
   if (!(*f >= 0)) r.fail("floor", "must not be negative");
@@ -79,6 +80,8 @@ void check_bounds_in_range(const GateRule& rule, const json_input::ObjectReader&
 
 GateRule parse_rule(const nlohmann::json& j, const std::string& where, const std::string& path) {
   json_input::ObjectReader r(j, where, path);
+  r.allow_only({"id", "metric", "against", "min", "max", "max_ratio_to_baseline", "growth", "confidence",
+                "optional", "tensor", "description"});
   GateRule rule;
   rule.id = r.req_string("id");
   rule.metric = r.req_string("metric");
@@ -194,6 +197,7 @@ nlohmann::json GateFile::to_json() const {
 GateFile parse_gate(const std::string& text, const std::string& where) {
   const auto j = json_input::parse(text, where);
   json_input::ObjectReader r(j, where, "");
+  r.allow_only({"schema", "name", "description", "baseline", "tensor", "time_emulations", "rules"});
   const auto schema = r.req_string("schema");
   if (schema != kGateSchema)
     r.fail("schema", "expected \"" + std::string(kGateSchema) + "\", got \"" + schema + "\"");

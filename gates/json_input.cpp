@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -13,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "core/printable.hpp"
+#include "core/suggest.hpp"
 
 namespace ts::json_input {
 
@@ -227,6 +229,23 @@ ObjectReader::ObjectReader(const nlohmann::json& obj, std::string where, std::st
                      ": expected an object, got " + type_name(obj_));
 }
 
+void ObjectReader::allow_only(std::vector<std::string> keys) {
+  allowed_ = std::move(keys);
+  for (auto it = obj_.begin(); it != obj_.end(); ++it)
+    if (std::find(allowed_.begin(), allowed_.end(), it.key()) == allowed_.end()) fail_unknown(it.key());
+}
+
+void ObjectReader::use(const std::string& key) {
+  if (!allowed_.empty() && std::find(allowed_.begin(), allowed_.end(), key) == allowed_.end())
+    throw InternalError(where_ + ": " + path_of(key) + ": read but not among the keys declared by allow_only");
+  used_.insert(key);
+}
+
+void ObjectReader::fail_unknown(const std::string& key) const {
+  const std::vector<std::string> known = allowed_.empty() ? std::vector<std::string>(used_.begin(), used_.end()) : allowed_;
+  fail(key, "unknown key (" + did_you_mean(key, known) + "keys: " + join_names(known) + ")");
+}
+
 std::string ObjectReader::path_of(const std::string& key) const { return join(path_, key); }
 
 void ObjectReader::fail(const std::string& key, const std::string& message) const {
@@ -236,13 +255,13 @@ void ObjectReader::fail(const std::string& key, const std::string& message) cons
 bool ObjectReader::has(const std::string& key) const { return obj_.contains(key); }
 
 const nlohmann::json& ObjectReader::required(const std::string& key) {
-  used_.insert(key);
+  use(key);
   if (!obj_.contains(key)) fail(key, "missing");
   return obj_.at(key);
 }
 
 const nlohmann::json* ObjectReader::optional(const std::string& key) {
-  used_.insert(key);
+  use(key);
   if (!obj_.contains(key)) return nullptr;
   return &obj_.at(key);
 }
@@ -272,7 +291,7 @@ double ObjectReader::req_number(const std::string& key) {
 
 std::optional<double> ObjectReader::opt_number(const std::string& key) {
   if (!has(key)) {
-    used_.insert(key);
+    use(key);
     return std::nullopt;
   }
   return req_number(key);
@@ -299,7 +318,7 @@ const nlohmann::json& ObjectReader::req_object(const std::string& key) {
 
 void ObjectReader::finish() const {
   for (auto it = obj_.begin(); it != obj_.end(); ++it) {
-    if (!used_.count(it.key())) fail(it.key(), "unknown key");
+    if (!used_.count(it.key())) fail_unknown(it.key());
   }
 }
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace ts::json_input {
 
@@ -26,6 +27,13 @@ class ObjectReader {
   // Throws when `obj` is not an object. `path` is "" for the root.
   ObjectReader(const nlohmann::json& obj, std::string where, std::string path);
 
+  // Declares every key the object may hold and refuses at once one outside
+  // them, naming the nearest ("againts: unknown key (did you mean
+  // 'against'? ...)"): the checks that come before finish() would otherwise
+  // read a misspelt key as an absent one ("mx": "rule has no bound"). The
+  // getters then take only these keys (another is touchstone's own bug).
+  void allow_only(std::vector<std::string> keys);
+
   std::string path_of(const std::string& key) const;
   [[noreturn]] void fail(const std::string& key, const std::string& message) const;
 
@@ -41,12 +49,18 @@ class ObjectReader {
   const nlohmann::json& req_array(const std::string& key);
   const nlohmann::json& req_object(const std::string& key);
 
+  // Refuses a key no getter asked for (with the nearest of those asked for,
+  // or of the declared ones).
   void finish() const;
 
  private:
   const nlohmann::json& obj_;
   std::string where_, path_;
   std::set<std::string> used_;
+  std::vector<std::string> allowed_;  // empty: not declared
+
+  void use(const std::string& key);
+  [[noreturn]] void fail_unknown(const std::string& key) const;
 };
 
 // "rules" + 1 -> "rules[1]"; "" + "max" -> "max"; "rules[1]" + "max" -> "rules[1].max".

@@ -106,9 +106,26 @@ bool shown_detail(const RuleOutcome& o) {
 
 // A candidate's explanation: failing, open and missing rules with their
 // figures and bounds, notes, other timing levels, the repro line.
+// Whether a rule failed only because the candidate holds non-finite values
+// (gates/verdict.cpp: NaN never passes), which finite_guard reports itself.
+bool failed_for_nonfinite(const RuleOutcome& o) {
+  return o.status == RuleStatus::fail && !o.builtin &&
+         o.message.find(": candidate has ") != std::string::npos &&
+         o.message.find(" non-finite values (NaN never passes)") != std::string::npos;
+}
+
 void details(std::ostream& out, const GateRun& run, const CandidateVerdict& c, size_t width) {
+  // A NaN is said once: the rules it fails are named in one line, finite_guard gives the count.
+  const bool guard_failed = std::any_of(c.outcomes.begin(), c.outcomes.end(), [](const RuleOutcome& o) {
+    return o.builtin && o.id == "finite_guard" && o.status == RuleStatus::fail;
+  });
+  std::string nonfinite;
   for (const auto& o : c.outcomes)
-    if (shown_detail(o))
+    if (guard_failed && failed_for_nonfinite(o)) nonfinite += (nonfinite.empty() ? "" : ", ") + o.id;
+  if (!nonfinite.empty())
+    wrapped(out, "  " + nonfinite + " [fail]: the candidate's non-finite values (finite_guard below)", width, 6);
+  for (const auto& o : c.outcomes)
+    if (shown_detail(o) && !(guard_failed && failed_for_nonfinite(o)))
       wrapped(out, "  " + o.id + " [" + rule_status_name(o.status) + "]: " + o.message, width, 6);
   for (const auto& n : c.notes) wrapped(out, "  note: " + n, width, 6);
   const auto& speed = c.details.contains("speed") ? c.details["speed"] : nlohmann::json();

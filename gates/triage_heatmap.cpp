@@ -36,17 +36,17 @@ std::string hm_diverging(double t) {
   return s;
 }
 
+// A column's index under the cells: its number, or its label when it has
+// none (the conditioning tokens' column reads "cond", not frame F).
+std::string hm_tick(const std::string& label, size_t k) {
+  return label.find_first_of("0123456789") == std::string::npos ? label : std::to_string(k);
+}
+
 }  // namespace
 
-std::string heatmap_svg(const std::string& title, const std::string& row_axis, const std::string& col_axis,
-                        const nlohmann::json& rows, const nlohmann::json& cols, const nlohmann::json& values,
-                        HeatScale scale) {
-  const size_t R = rows.size(), C = cols.size();
-  double lo = HUGE_VAL, hi = -HUGE_VAL, dev = 0;
-  int bad = 0;
+void HeatRange::add(const nlohmann::json& values) {
   for (const auto& row : values)
     for (const auto& v : row) {
-      if (v.is_string()) ++bad;
       if (!v.is_number()) continue;
       const double x = v.get<double>();
       if (scale == HeatScale::log) {
@@ -56,11 +56,26 @@ std::string heatmap_svg(const std::string& title, const std::string& row_axis, c
         dev = std::max(dev, std::fabs(x - 1));
       }
     }
+}
+
+std::string heatmap_svg(const std::string& title, const std::string& row_axis, const std::string& col_axis,
+                        const nlohmann::json& rows, const nlohmann::json& cols, const nlohmann::json& values,
+                        const HeatRange& range) {
+  const HeatScale scale = range.scale;
+  const size_t R = rows.size(), C = cols.size();
+  double lo = range.lo, hi = range.hi;
+  const double dev = range.dev;
+  int bad = 0;
+  for (const auto& row : values)
+    for (const auto& v : row) bad += v.is_string();
   if (!(lo < HUGE_VAL)) lo = hi > 0 ? hi : 1;
   if (!(hi > 0)) hi = lo;
   const double llo = std::log10(lo), lhi = std::log10(hi);
   const int cw = int(std::clamp(760.0 / double(std::max<size_t>(C, 1)), 10.0, 60.0)), ch = R > 24 ? 14 : 22;
-  const int left = 150, top = 30, width = left + int(C) * cw + 20, height = top + int(R) * ch + 50;
+  const std::string axis_text = col_axis + " (" + std::to_string(C) + " columns, left to right; rows: " + row_axis + ")";
+  // Wide enough for the title and the axis line too (a map of few columns cut them short).
+  const int left = 150, top = 30, height = top + int(R) * ch + 50;
+  const int width = std::max({left + int(C) * cw + 20, 12 + int(title.size()) * 8, left + int(axis_text.size()) * 6 + 20});
   std::ostringstream o;
   o << "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
     << "\" role=\"img\" aria-label=\"" << markup_escape(title) << "\" class=\"heatmap\">\n";
@@ -92,16 +107,20 @@ std::string heatmap_svg(const std::string& title, const std::string& row_axis, c
   }
   // Column indices under the cells (every k-th where they would overlap); full labels are in each cell's title.
   const size_t every = cw >= 14 ? 1 : size_t(14 / cw + 1);
-  for (size_t k = 0; k < C; k += every)
+  for (size_t k = 0; k < C; ++k) {
+    const std::string tick = hm_tick(cols[k].get<std::string>(), k);
+    if (k % every != 0 && tick == std::to_string(k)) continue;
     o << "<text x=\"" << left + int(k) * cw + cw / 2 << "\" y=\"" << top + int(R) * ch + 11
-      << "\" font-size=\"9\" text-anchor=\"middle\">" << k << "</text>\n";
-  o << "<text x=\"" << left << "\" y=\"" << top + int(R) * ch + 26 << "\" font-size=\"11\">" << markup_escape(col_axis)
-    << " (" << C << " columns, left to right; rows: " << markup_escape(row_axis) << ")</text>\n";
+      << "\" font-size=\"9\" text-anchor=\"middle\">" << markup_escape(tick) << "</text>\n";
+  }
+  o << "<text x=\"" << left << "\" y=\"" << top + int(R) * ch + 26 << "\" font-size=\"11\">" << markup_escape(axis_text)
+    << "</text>\n";
   o << "</svg><figcaption>";
   if (scale == HeatScale::log)
     o << "colour: log10 from " << hm_g4(lo) << " (white) to " << hm_g4(hi) << " (dark red); 0 is drawn at the floor";
   else
     o << "colour: gain, white at 1, red above, blue below, full colour at |gain - 1| = " << hm_g4(dev);
+  if (!range.shared_by.empty()) o << "; one scale for " << markup_escape(range.shared_by);
   if (bad) o << "; " << bad << " cell(s) NaN or infinite (black)";
   o << "; grey: undefined.</figcaption></figure>\n";
   return o.str();

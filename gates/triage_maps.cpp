@@ -240,7 +240,8 @@ std::vector<ErrorMap> error_maps(const Tensor& cand, const Tensor& ref, const Bl
                                std::min(gw, (b + 1) * tw) - 1));
   std::vector<ErrorMap> out;
   out.push_back(tm_finish("head_x_qblock", "head", "query block (" + std::to_string(qb) + " tokens)", heads, blocks, hq));
-  out.push_back(tm_finish("head_x_frame", "head", "latent frame", heads, frames, hf_used));
+  out.push_back(tm_finish("head_x_frame", "head", any_cond ? "latent frame, then the conditioning tokens (cond)" : "latent frame",
+                          heads, frames, hf_used));
   if (F > 0) {
     ft.resize(size_t(F * TH * TW));
     out.push_back(tm_finish("frame_x_tile", "latent frame",

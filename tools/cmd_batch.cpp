@@ -11,6 +11,8 @@
 #include <memory>
 #include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/progress.hpp"
@@ -95,6 +97,17 @@ std::set<std::string> judged_ids(const ts::BatchPlan& plan, const std::string& d
   return out;
 }
 
+// What --resume kept, said above the report: on stdout with the report,
+// or on stderr when a report is written to stdout (which then holds only it).
+void say_resumed(const Reports& reports, const std::set<std::string>& judged, const std::vector<std::string>& ids,
+                 const std::string& dir) {
+  size_t kept = 0;
+  for (const auto& id : ids) kept += judged.count(id);
+  (reports.any_stdout() ? std::cerr : std::cout)
+      << "touchstone batch: --resume kept " << kept << " of " << ids.size() << " cases (judged already in " << dir
+      << "); running the other " << ids.size() - kept << "\n" << std::flush;
+}
+
 nlohmann::json execution_of(const std::string& mode, size_t workers, double wall_s) {
   return {{"mode", mode}, {"host", ts::host_name()}, {"workers", workers}, {"wall_s", wall_s},
           {"finished_at", ts::utc_timestamp()}};
@@ -160,6 +173,11 @@ int run(const Opts& o) {
     if (o.resume) mo.skip = judged_ids(plan, results);
     const ts::MpiOutcome out = ts::run_mpi(plan, mo);
     int code = 0;
+    if (out.root && o.resume) {
+      std::vector<std::string> all;
+      for (const auto& c : plan.cases) all.push_back(c.id);
+      say_resumed(o.reports, mo.skip, all, results);
+    }
     if (out.root) code = o.reports.emit(*out.report);
     std::fflush(nullptr);
     ts::mpi_finish(out, code);
@@ -191,6 +209,7 @@ int run(const Opts& o) {
         for (size_t i : units[u].cases) sf.assigned.push_back(plan.cases[i].id);
       }
     std::sort(sf.assigned.begin(), sf.assigned.end());
+    if (o.resume) say_resumed(o.reports, skip, sf.assigned, results);
     lo.label = "shard " + std::to_string(index) + "/" + std::to_string(count);
     clear_records(plan, sf.assigned, skip, results);
     ts::run_local(plan, mine, skip, lo);
@@ -217,6 +236,7 @@ int run(const Opts& o) {
   const auto units = ts::work_units(plan, static_cast<int>(lo.slots.size()));
   std::vector<std::string> all;
   for (const auto& c : plan.cases) all.push_back(c.id);
+  if (o.resume) say_resumed(o.reports, skip, all, results);
   clear_records(plan, all, skip, results);
   const auto missing = ts::run_local(plan, units, skip, lo);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -23,12 +23,17 @@ struct Opts {
   int top = 5;
 };
 
+// "stored:NAME" is NAME, the spec by which gate, sweep and triage name the
+// same stored output, so that a name copied from their reports works here.
+std::string output_name(const std::string& arg) { return arg.rfind("stored:", 0) == 0 ? arg.substr(7) : arg; }
+
 // "exact" -> the stored exact output (/outputs/exact or /outputs/exact_cuda,
 // whichever is there; --exact exact_cuda prefers that one), "observed" ->
 // /attention/observed, another bare name -> /outputs/NAME/attention, a path
 // starting with / as is.
 std::string exact_spec;  // set once per run from --exact
-std::string dataset_of(const std::string& fixture, const std::string& name) {
+std::string dataset_of(const std::string& fixture, const std::string& arg) {
+  const std::string name = output_name(arg);
   if (!name.empty() && name[0] == '/') return name;
   if (name == "observed") return "/attention/observed";
   if (name == "exact") {
@@ -43,11 +48,16 @@ std::string dataset_of(const std::string& fixture, const std::string& name) {
 ts::Tensor read(const std::string& fixture, const std::string& name) {
   const std::string ds = dataset_of(fixture, name);
   if (!ts::has_dataset(fixture, ds)) {
+    if (name[0] != '/' && name.find(':') != std::string::npos && name.rfind("stored:", 0) != 0)
+      throw ts::InputError("'" + name + "' is a backend spec; compare reads stored tensors (stored:NAME, an "
+                           "/outputs name, exact, observed or a dataset path): store it first with "
+                           "touchstone reference F --backend ..., or triage it with touchstone triage F "
+                           "--candidate " + name);
     std::string outs;
     for (const auto& n : ts::list_group(fixture, "/outputs")) outs += (outs.empty() ? "" : ", ") + n;
     throw ts::InputError(fixture + ": no dataset " + ds + " (for '" + name + "'; outputs: " +
                          (outs.empty() ? "none" : outs) + ")" +
-                         (name == "exact" ? "; store one with touchstone reference F --backend exact (or exact_cuda)" : ""));
+                         (output_name(name) == "exact" ? "; store one with touchstone reference F --backend exact (or exact_cuda)" : ""));
   }
   return ts::read_tensor(fixture, ds);
 }
@@ -64,7 +74,7 @@ int run(const Opts& o) {
     ts::StageComparisonOptions so;
     so.gate = o.gate;
     so.exact = o.exact == "auto" ? "" : o.exact;
-    const ts::StageComparison c = ts::compare_stages(o.fixture, o.a, o.b, so);
+    const ts::StageComparison c = ts::compare_stages(o.fixture, output_name(o.a), output_name(o.b), so);
     o.json.emit(c.to_json().dump(2) + "\n");
     o.junit.emit(ts::render_junit(c.run));
     o.markdown.emit(ts::render_markdown(c.run));
@@ -162,7 +172,8 @@ ts::cli::Registration reg{
     [](CLI::App& app) -> ts::cli::Action {
       auto o = std::make_shared<Opts>();
       app.add_option("fixture", o->fixture, "fixture file")->required();
-      app.add_option("a", o->a, "candidate: /path/in/fixture, exact, observed or an /outputs name")->required();
+      app.add_option("a", o->a, "candidate: /path/in/fixture, exact, observed, an /outputs name or stored:NAME")
+          ->required();
       app.add_option("b", o->b, "reference: as A")->required();
       ts::cli::add_json_option(app, o->json, "everything");
       app.add_flag("--breakdown", o->breakdown, "per head, per 128-token query block, per latent frame");

@@ -190,8 +190,8 @@ int run(const Opts& o) {
       "\nJudge your own kernel the same way: store its output and timings in a fixture, timed in one run\n"
       "with the real baseline (python3 -m touchstone replay F --kernel sageattn_sm90 --kernel mymod:fn),\n"
       "then touchstone gate --fixture F --baseline stored:sageattn_sm90 --candidate stored:fn; or import a\n"
-      "benchmark report, e.g. the GB10 seed:\n"
-      "  touchstone import-report gb10_sage2_vs_sol_block24.json -o m.json &&\n"
+      "benchmark report, e.g. the GB10 seed (the path is the checkout's):\n"
+      "  touchstone import-report tests/gates/data/gb10_sage2_vs_sol_block24.json -o m.json &&\n"
       "    touchstone gate --measurements m.json\n");
   if (remove_dir)
     std::printf("(the fixture was temporary; --keep DIR keeps it for the repro lines above)\n");

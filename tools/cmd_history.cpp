@@ -74,7 +74,7 @@ ts::cli::Registration reg{
       app.add_option("db", o->db, "results store (SQLite) written by --record")->required();
       app.add_option("--kernel,-k", o->f.kernel, "only candidates whose spec contains this text");
       app.add_option("--fixture,-f", o->f.fixture, "only fixtures whose identity or path contains this text");
-      app.add_option("--gate,-g", o->f.gate, "only this gate (its name, e.g. sparse-attention-acceptance)");
+      app.add_option("--gate,-g", o->f.gate, "only this gate (its name, e.g. sparse_acceptance)");
       app.add_option("--metric,-m", o->f.metric, "only rules of this metric or id (rel_l2, speedup, sage_like)");
       app.add_option("--since", o->f.since, "only runs recorded at or after this UTC date or time (2026-12-01)");
       app.add_flag("--regressions", o->regressions,

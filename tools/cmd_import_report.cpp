@@ -49,7 +49,7 @@ ts::cli::Registration reg{
       app.add_option("report", o->report, "benchmark report (JSON)")->required();
       ts::cli::mark_output(app.add_option("-o,--output", o->out, "measurements file to write"), true);
       ts::cli::add_json_option(app, o->json, "the result");
-      ts::cli::set_example(app, "touchstone import-report gb10_sage2_vs_sol_block24.json -o m.json");
+      ts::cli::set_example(app, "touchstone import-report tests/gates/data/gb10_sage2_vs_sol_block24.json -o m.json");
       app.add_option("--strip-suffix", o->strip,
                      "a further backend-name qualifier to strip (repeatable; "
                      "_exact_conditioning_kv always is)");

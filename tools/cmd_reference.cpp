@@ -131,9 +131,9 @@ ts::cli::Registration reg{
       app.add_option("--preset", o->preset, "sage2 preset: " + ts::sage2_preset_names(" | "));
       app.add_option("--precision", o->precision,
                      "exact: fp64 | fp32; sol: bf16 | int8_qk | int8_qk_pv");
-      app.add_option("--tau", o->tau, "sol routing threshold")->each([o](const std::string&) {
-        o->have_tau = true;
-      });
+      app.add_option("--tau", o->tau, "sol routing threshold")
+          ->check(ts::cli::finite_number())
+          ->each([o](const std::string&) { o->have_tau = true; });
       app.add_flag("--dump", o->dump, "store the backend's intermediates for triage");
       app.add_flag("--store-routing", o->store_routing,
                    "sol, sol_cuda: store the routing decisions as /outputs/<name>/routing (uint8 [H, query "

@@ -51,7 +51,7 @@ ts::cli::Registration reg{
       app.add_option("--tau", s.taus, "comma-separated thresholds")
           ->delimiter(',')
           ->capture_default_str()
-          ->check(ts::cli::finite_number());
+          ->check(ts::cli::finite_number(true));
       app.add_option("--precision", s.precision, "bf16 | int8_qk | int8_qk_pv");
       app.add_option("--param", s.params, "extra backend knob key=value (repeatable)");
       app.add_option("--baseline", s.baseline, "backend spec the rows are compared with")->capture_default_str();

@@ -49,8 +49,9 @@ void check_outputs(const CLI::App& command);
 // out of range: expected 1 to 1000"); hi defaults to no upper bound.
 CLI::Validator integer_in(long long lo, long long hi = std::numeric_limits<long long>::max());
 CLI::Validator number_at_least(double lo, bool strictly = false);
-// Any finite number; an empty value (--tau "") is refused.
-CLI::Validator finite_number();
+// Any finite number; an empty value (--tau "") is refused. list: each item of
+// a comma-separated list (sweep --tau 1,2), as the empty value's message says.
+CLI::Validator finite_number(bool list = false);
 // "Example:" lines under a subcommand's --help.
 void set_example(CLI::App& app, const std::string& example);
 

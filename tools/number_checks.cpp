@@ -60,10 +60,10 @@ CLI::Validator number_at_least(double lo, bool strictly) {
       desc);
 }
 
-CLI::Validator finite_number() {
+CLI::Validator finite_number(bool list) {
   return CLI::Validator(
-      [](std::string& v) -> std::string {
-        if (v.empty()) return "empty: expected numbers separated by commas";
+      [list](std::string& v) -> std::string {
+        if (v.empty()) return list ? "empty: expected numbers separated by commas" : "empty: expected a number";
         return finite(v) ? "" : shown(v) + " is not a finite number";
       },
       "");

@@ -7,6 +7,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <optional>
+
 #include "core/config_json.hpp"
 #include "core/error.hpp"
 #include "core/tensor.hpp"
@@ -162,7 +164,11 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("candidates", &ts::GateRun::candidates)
       .def_property_readonly("exit_code", &ts::GateRun::exit_code)
       .def("to_json", [](const ts::GateRun& r) { return r.to_json().dump(); })
-      .def("render_terminal", [](const ts::GateRun& r) { return ts::render_terminal(r); })
+      .def("render_terminal",
+           [](const ts::GateRun& r, std::optional<int> width) {
+             return width ? ts::render_terminal(r, *width) : ts::render_terminal(r);
+           },
+           py::arg("width") = py::none(), "the terminal report; width: columns (default COLUMNS, else 100)")
       .def("render_json", [](const ts::GateRun& r) { return ts::render_json(r); })
       .def("render_junit", &ts::render_junit)
       .def("render_markdown", &ts::render_markdown)

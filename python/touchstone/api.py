@@ -96,7 +96,9 @@ def gate(fixture, candidates, *, gate, baseline=None, pairs=None, warmup=None, r
 
 
 def _dataset_of(fixture, name, core):
-    """A stored tensor's dataset, named as `touchstone compare` names them."""
+    """A stored tensor's dataset, named as `touchstone compare` names them ("stored:NAME" too)."""
+    if name.startswith("stored:"):
+        name = name[len("stored:"):]
     if name.startswith("/"):
         return name
     if name == "observed":
@@ -128,9 +130,10 @@ def _as_float64(x, fixture, core):
 def compare(a, b, *, fixture=None, breakdown=False):
     """docs/metrics.md's metrics of `a` (the candidate) against `b` (the reference), computed by
     the C++ metrics: each a torch tensor, a numpy array, or with fixture= the name of a stored
-    tensor ("exact", "observed", an output name, or a dataset path). Returns a dict (rel_l2,
-    cosine, gain, max_abs, ulp_max, nonfinite, ...); breakdown=True (needs fixture= for its
-    /config) adds "breakdown": per head, per 128-token query block, per latent frame."""
+    tensor ("exact", "observed", an output name or "stored:NAME", or a dataset path). Returns a
+    dict (rel_l2, cosine, gain, max_abs, ulp_max, nonfinite, ...); breakdown=True (needs
+    fixture= for its /config) adds "breakdown": per head, per 128-token query block, per latent
+    frame."""
     fixture = os.fspath(fixture) if fixture is not None else None
     with _cpp("compare") as core:
         av, ad = _as_float64(a, fixture, core)

@@ -5,19 +5,29 @@ import json
 import os
 import sys
 
-from . import _deps, kernels, tables
-from .schema import CaptureError
+from . import _deps, kernels, tables, terminal
+from .schema import CaptureError, FixtureExists
 
 PROG = "python3 -m touchstone"
 
 
-def _kernel_list():
-    import textwrap
-
+def _kernel_list(columns):
     width = max(map(len, kernels.BUILTIN))
-    return "\n".join(textwrap.fill(doc, 100, initial_indent=f"  {name:{width}}  ",
-                                    subsequent_indent=" " * (width + 4))
+    return "\n".join(terminal.fill(doc, columns, f"  {name:{width}}  ", " " * (width + 4))
                       for name, doc in kernels.BUILTIN.items())
+
+
+def _formatter(columns):
+    """argparse's help at the terminal's width (touchstone.terminal), not its own guess (80 in
+    a pipe); description and epilog are fitted by the parser (paragraphs and example lines)."""
+    return lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=columns)
+
+
+def _prose(columns, *paragraphs):
+    """Paragraphs fitted to `columns`; a paragraph starting with two spaces is a command,
+    kept as it is."""
+    return "\n".join(p if p.startswith("  ") else terminal.fill(p, columns, "", "")
+                     for p in paragraphs)
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -29,36 +39,42 @@ class _OneLineParser(argparse.ArgumentParser):
 
 
 def _parser():
+    columns = terminal.width()
     p = _OneLineParser(prog=PROG, description=__doc__.split("\n")[0],
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       formatter_class=_formatter(columns))
     sub = p.add_subparsers(dest="cmd", metavar="{replay,from-npz,sage-fidelity,scan}")
     sub.required = True
 
     r = sub.add_parser(
-        "replay", formatter_class=argparse.RawDescriptionHelpFormatter,
+        "replay", formatter_class=_formatter(columns),
         help="run kernels on a fixture's q, k, v; store their outputs and timings",
-        description="Runs kernels on the fixture's q, k, v and stores each one's output as "
-                    "/outputs/NAME/attention and its timing samples as /timings/NAME (attribute "
-                    "clock: device_events on a GPU, host_steady on the CPU), so that\n"
-                    "  touchstone gate --gate G --fixture F --baseline B --candidate stored:NAME\n"
-                    "judges it. Several --kernel are timed interleaved in ONE timing run (warm-up "
-                    "rounds, then\n--reps rounds K1 K2 ... Kn, inputs rotated): their /timings "
-                    "share the attribute timing_run\nand carry device and round_order, so the "
-                    "gate pairs them by round.",
-        epilog="KERNEL is a built-in name or module:function (module importable, or a path to "
-               "a .py file).\nA user kernel is f(q, k, v, softmax_scale) -> out: q, k, v torch "
-               "tensors of one sequence\n(batch 1) in --layout (BHSD [1, H, S, D] or BSHD "
-               "[1, S, H, D]), in the fixture's element type\n(bfloat16 for captured fixtures), "
-               "on the replay device; non-causal attention over the whole\nsequence; out in the "
-               "same layout and shape as q (stored in the fixture's element type).\n\n"
-               "built-in kernels (layout BHSD):\n" + _kernel_list() + "\n\n"
-               "parameters (KERNEL as name:key=value,...; output name from them, e.g. "
-               "sparge_topk0.5,\nflex_<routing>, sparge_<routing>):\n" + kernels.params_help()
-               + "\n\nexample:\n  touchstone reference f.h5 --backend sol --tau 1.3 "
-               "compensation=off --store-routing\n  " + PROG + " replay f.h5 --kernel "
-               "sdpa_cudnn --kernel flex_sol:routing=sol_tau1.3_bf16_nocomp \\\n"
-               "      --kernel sparge_sol:routing=sol_tau1.3_bf16_nocomp --kernel "
-               "sparge_topk:topk=0.5 --reps 10")
+        description=_prose(
+            columns,
+            "Runs kernels on the fixture's q, k, v and stores each one's output as "
+            "/outputs/NAME/attention and its timing samples as /timings/NAME (attribute clock: "
+            "device_events on a GPU, host_steady on the CPU), so that",
+            "  touchstone gate --gate G --fixture F --baseline B --candidate stored:NAME",
+            "judges it. Several --kernel are timed interleaved in ONE timing run (warm-up rounds, "
+            "then --reps rounds K1 K2 ... Kn, inputs rotated): their /timings share the attribute "
+            "timing_run and carry device and round_order, so the gate pairs them by round."),
+        epilog=_prose(
+            columns,
+            "KERNEL is a built-in name or module:function (module importable, or a path to a .py "
+            "file). A user kernel is f(q, k, v, softmax_scale) -> out: q, k, v torch tensors of "
+            "one sequence (batch 1) in --layout (BHSD [1, H, S, D] or BSHD [1, S, H, D]), in the "
+            "fixture's element type (bfloat16 for captured fixtures), on the replay device; "
+            "non-causal attention over the whole sequence; out in the same layout and shape as q "
+            "(stored in the fixture's element type).", "",
+            "built-in kernels (layout BHSD):") + "\n" + _kernel_list(columns) + "\n\n"
+        + _prose(columns,
+                 "parameters (KERNEL as name:key=value,...; output name from them, e.g. "
+                 "sparge_topk0.5, flex_<routing>, sparge_<routing>):")
+        + "\n" + kernels.params_help(columns) + "\n\nexample:\n"
+        "  touchstone reference f.h5 --backend sol --tau 1.3 compensation=off --store-routing\n"
+        "  " + PROG + " replay f.h5 --kernel sdpa_cudnn \\\n"
+        "      --kernel flex_sol:routing=sol_tau1.3_bf16_nocomp \\\n"
+        "      --kernel sparge_sol:routing=sol_tau1.3_bf16_nocomp \\\n"
+        "      --kernel sparge_topk:topk=0.5 --reps 10")
     r.add_argument("fixture")
     r.add_argument("--kernel", required=True, metavar="KERNEL", action="append",
                    help="repeatable: several are timed interleaved in one timing run")
@@ -83,6 +99,7 @@ def _parser():
     r.add_argument("--json", action="store_true")
 
     n = sub.add_parser("from-npz", help="a fixture from an .npz holding q, k, v",
+                       formatter_class=_formatter(columns),
                        description="Writes a fixture from an .npz with arrays q, k, v (and "
                                    "optionally observed, positions) in --layout.")
     n.add_argument("npz")
@@ -103,7 +120,7 @@ def _parser():
                    help="replace an existing fixture (with every output it holds)")
 
     s = sub.add_parser(
-        "sage-fidelity", formatter_class=argparse.RawDescriptionHelpFormatter,
+        "sage-fidelity", formatter_class=_formatter(columns),
         help="the sage2 emulation against the real SageAttention kernels",
         description=__import__("touchstone.fidelity", fromlist=["x"]).__doc__,
         epilog="exit: 0 every preset within the target; 1 one is OUTSIDE (an emulation "
@@ -174,12 +191,15 @@ def _from_npz(a):
         config = full_config(config)
     except CaptureError as e:
         raise CaptureError(f"--config {a.config}: {e}" if a.config else str(e)) from None
-    write_fixture(a.output, data["q"], data["k"], data["v"], config, model=a.model,
-                  source=a.source, block_index=a.block_index, step=a.step, seed=a.seed,
-                  resolution=a.resolution, frames=a.frames, layout=a.layout,
-                  observed=data["observed"] if "observed" in data else None,
-                  positions=data["positions"] if "positions" in data else None,
-                  compress=a.compress, bf16_bits=a.bf16_bits, replace=a.force)
+    try:
+        write_fixture(a.output, data["q"], data["k"], data["v"], config, model=a.model,
+                      source=a.source, block_index=a.block_index, step=a.step, seed=a.seed,
+                      resolution=a.resolution, frames=a.frames, layout=a.layout,
+                      observed=data["observed"] if "observed" in data else None,
+                      positions=data["positions"] if "positions" in data else None,
+                      compress=a.compress, bf16_bits=a.bf16_bits, replace=a.force)
+    except FixtureExists as e:
+        raise FixtureExists(e.path, "--force") from None
     print(f"wrote {a.output}")
     return 0
 

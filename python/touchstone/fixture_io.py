@@ -21,8 +21,8 @@ import h5py
 import numpy as np
 
 from . import layouts, storage
-from .schema import (CLOCKS, INT_KEYS, SCHEMA, VERSION, CaptureError, full_config,
-                     stage_shape, tokens)
+from .schema import (CLOCKS, INT_KEYS, SCHEMA, VERSION, CaptureError, FixtureExists,
+                     full_config, stage_shape, tokens)
 
 _counter = itertools.count()
 
@@ -281,8 +281,7 @@ def write_fixture(path, q, k, v, config, *, model, source="captured", block_inde
         extra[rel] = t
     with writer_lock(path), _temp_beside(path) as tmp:
         if not replace and os.path.exists(path):  # checked under the lock: one of two racers wins
-            raise CaptureError(f"{path}: /: already exists; not replacing it (replace=True "
-                               "replaces it, with every output it holds)")
+            raise FixtureExists(path)
         with h5py.File(tmp, "w-") as f:
             root = {"schema": SCHEMA, "source": source, "model": str(model),
                     "block_index": np.int64(block_index), "step": np.int64(step),

@@ -59,13 +59,16 @@ PARAMS = {
 }
 
 
-def params_help():
-    """The parameter lines of `replay --help`."""
+def params_help(columns=None):
+    """The parameter lines of `replay --help`, fitted to `columns` (default the terminal's)."""
+    from . import terminal
+
     lines = []
     for name, keys in PARAMS.items():
         shown = ",".join(f"{k}={'NAME' if d is None else _num(d)}" for k, (_, d, _) in keys.items())
         lines.append(f"  {name}:{shown}")
-        lines += [f"      {k}: {doc}" for k, (_, _, doc) in keys.items()]
+        lines += [terminal.fill(f"{k}: {doc}", columns, " " * 6, " " * 10)
+                  for k, (_, _, doc) in keys.items()]
     return "\n".join(lines)
 
 

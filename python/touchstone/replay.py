@@ -14,7 +14,7 @@ import uuid
 import h5py
 import numpy as np
 
-from . import layouts, sage, storage, tables
+from . import layouts, sage, storage, tables, terminal
 from .fixture_io import _fixture_geometry, add_outputs
 from .schema import CaptureError
 
@@ -238,17 +238,21 @@ def replay(fixture, kernel, *, name=None, device="auto", reps=tables.REPLAY_TIMI
             "round_order": names, "kernels": results, "skipped": skipped}
 
 
-def summary_line(r):
+def summary_line(r, columns=None):
+    """replay's result as text: one line per kernel (under a line for the timing run when there
+    are several), each fitted to the terminal (touchstone.terminal)."""
     if "kernels" in r:
-        head = (f"{r['fixture']}: timing run {r['timing_run']}: {len(r['kernels'])} kernels "
-                f"interleaved over {r['reps']} rounds ({r['clock']}, {r['device']})")
-        return "\n".join([head] + [_one_line(k) for k in r["kernels"]]
-                         + [f"  skipped {n}: {e}" for n, e in r.get("skipped", {}).items()])
-    return _one_line(r)
+        lines = [(f"{r['fixture']}: timing run {r['timing_run']}: {len(r['kernels'])} kernels "
+                  f"interleaved over {r['reps']} rounds ({r['clock']}, {r['device']})", "")]
+        lines += [(_kernel_text(k), "  ") for k in r["kernels"]]
+        lines += [(f"skipped {n}: {e}", "  ") for n, e in r.get("skipped", {}).items()]
+    else:
+        lines = [(f"{r['fixture']}: {_kernel_text(r)}", "")]
+    return "\n".join(terminal.fill(text, columns, indent) for text, indent in lines)
 
 
-def _one_line(r):
-    return (f"{r['fixture']}: {r['name']}: median {r['median_ms']:.3f} ms over {r['reps']} runs "
+def _kernel_text(r):
+    return (f"{r['name']}: median {r['median_ms']:.3f} ms over {r['reps']} runs "
             f"({r['clock']}, {r['device']}) -> {r['output']}, {r['timings']}"
             + (f", {len(r['intermediates'])} intermediates" if r["intermediates"] else ""))
 

@@ -24,6 +24,16 @@ class CaptureError(ValueError):
     """Bad input to the package (shape, dtype, config, file, kernel name): exit code 2."""
 
 
+class FixtureExists(CaptureError):
+    """A fixture is already where one is to be written. `replacer` names what replaces it where
+    the user asked: replace=True in Python, --force on the command line."""
+
+    def __init__(self, path, replacer="replace=True"):
+        self.path = path
+        super().__init__(f"{path}: /: already exists; not replacing it ({replacer} replaces it, "
+                         "with every output it holds)")
+
+
 def segments_list(config):
     segs = config["segments"]
     return json.loads(segs) if isinstance(segs, str) else segs

@@ -45,6 +45,9 @@ GATE_TIMING = dict(TABLES["timing"]["gate"])
 REPLAY_TIMING = dict(TABLES["timing"]["replay"])
 BUILTIN_GATES = tuple(TABLES["builtin_gates"])
 METRICS = tuple(TABLES["metrics"])
+# gates/report.hpp: the width of text off a terminal (a pipe, a CI log), and the least one.
+TERMINAL_WIDTH = TABLES["terminal"]["default_width"]
+TERMINAL_MIN_WIDTH = TABLES["terminal"]["min_width"]
 CONFIG_REQUIRED = tuple(TABLES["config"]["required"])
 # /config keys stored as int64 (the rest are float64 or text): as C++ writes them.
 CONFIG_INT_KEYS = tuple(k for k, v in next(iter(FIXTURE_PRESETS.values())).items()

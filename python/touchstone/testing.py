@@ -10,12 +10,13 @@
 The fixture is never changed: the candidate is stored in a copy in a temporary folder, gated
 there, and the copy removed when the candidate is accepted (kept, and named in the message,
 when it is not, for `touchstone triage` or `touchstone compare`)."""
+import json
 import os
 import re
 import shutil
 import tempfile
 
-from . import _native, api, layouts
+from . import _native, api, layouts, tables, terminal
 from .schema import CaptureError
 
 # Set by the pytest plugin (touchstone.pytest_plugin): where each gate run's JUnit and HTML
@@ -84,6 +85,41 @@ def _store_callable(path, name, fn, layout, device, timed):
     add_output(path, name, layouts.to_shd(out, kernel.layout, 0, "output"))
 
 
+# A failure's message is read in a pytest log: at most this many columns (the C++ tables' width
+# off a terminal), whatever the terminal running the tests is.
+MESSAGE_COLUMNS = tables.TERMINAL_WIDTH
+
+
+def _failure_message(run, verdict, gate_name, fixture, copy):
+    """The verdict, then the rules not passed (those that locate the fault, at a head, query
+    block or frame, first), then the gate's report naming the user's fixture; last the working
+    copy that holds the candidate's output (where the report's repro line runs)."""
+    failed = [o for o in verdict.outcomes
+              if o.status in ("fail", "inconclusive") or (o.status == "missing" and not o.optional)]
+    failed.sort(key=lambda o: "worst" not in json.loads(o.to_json()))  # stable: gate order within
+    rules = [f"{o.id} [{o.status}]: {o.message}" for o in failed]
+    # A NaN is said once, as the terminal report says it (gates/report_terminal.cpp).
+    if any(o.builtin and o.id == "finite_guard" and o.status == "fail" for o in failed):
+        nan = [o for o in failed if o.status == "fail" and not o.builtin
+               and " non-finite values (NaN never passes)" in o.message]
+        if nan:
+            rules = [f"{', '.join(o.id for o in nan)} [fail]: the candidate's non-finite values "
+                     "(finite_guard below)"] + [f"{o.id} [{o.status}]: {o.message}"
+                                                 for o in failed if o not in nan]
+    lines = [terminal.fill(f"{verdict.candidate}: {verdict.verdict} by gate {gate_name}, on {fixture}",
+                           MESSAGE_COLUMNS)]
+    if failed:
+        lines.append("rules not passed (those locating the fault first):")
+        lines += [terminal.fill(r, MESSAGE_COLUMNS, "  ", "      ") for r in rules]
+    report = run.render_terminal(width=MESSAGE_COLUMNS).rstrip("\n")
+    # The report's input is the user's fixture; its repro line keeps the copy, where the
+    # candidate's output is stored.
+    report = report.replace(f"input: {copy} (", f"input: {fixture} (")
+    lines += ["", report, terminal.fill(f"(the fixture with the candidate's output: {copy})",
+                                        MESSAGE_COLUMNS, "", "")]
+    return "\n".join(lines)
+
+
 def assert_gate(fixture, candidate, *, gate="sage_compat", baseline=None, name=None, layout=None,
                 device="auto", timed=None, **gate_options):
     """Gates `candidate` on `fixture` and raises AssertionError, with the gate's terminal report
@@ -98,6 +134,7 @@ def assert_gate(fixture, candidate, *, gate="sage_compat", baseline=None, name=N
     timed: judge the candidate's speed (a callable is then replayed with timings); default only
     when the baseline is a stored real kernel ("stored:NAME"), since an emulation is no speed
     baseline. gate_options: touchstone.gate's (pairs, warmup, rotate, seed, exact, ...)."""
+    __tracebackhide__ = True  # pytest shows the user's test, not this function's frames
     fixture = os.fspath(fixture)
     if not os.path.isfile(fixture):
         raise CaptureError(f"{fixture}: no such fixture file")
@@ -137,13 +174,7 @@ def assert_gate(fixture, candidate, *, gate="sage_compat", baseline=None, name=N
         verdict = run.candidates[0]
         if not verdict.accepted:
             keep = True
-            failed = [f"{o.id}: {o.message}" for o in verdict.outcomes
-                      if o.status in ("fail", "inconclusive") or (o.status == "missing" and not o.optional)]
-            raise AssertionError(
-                f"{verdict.candidate} on {fixture}: {verdict.verdict} by gate {g.name}\n"
-                + run.render_terminal().rstrip("\n")
-                + (f"\nrules not passed: {'; '.join(failed)}" if failed else "")
-                + f"\n(the fixture with the candidate's output: {copy})")
+            raise AssertionError(_failure_message(run, verdict, g.name, fixture, copy))
         return verdict
     except CaptureError as e:
         # Bad input is about the user's fixture, not the working copy beside it.
@@ -156,8 +187,7 @@ def assert_gate(fixture, candidate, *, gate="sage_compat", baseline=None, name=N
 def assert_sage_like(fixture, candidate, *, preset=None, **kwargs):
     """assert_gate on the built-in sage_compat gate against the sage2 emulation of `preset`
     (default: the C++ table's default preset): a drop-in replacement of SageAttention 2."""
-    from . import tables
-
+    __tracebackhide__ = True
     p = preset or tables.SAGE2_DEFAULT_PRESET
     if p not in tables.SAGE2_PRESETS:
         raise CaptureError(f"unknown sage2 preset {p!r} (presets: {', '.join(tables.SAGE2_PRESETS)})")

@@ -20,6 +20,12 @@ std::string error_of(const std::string& text) {
 const std::string kHead = R"("schema": "touchstone.gate/1", "name": "t", )";
 }  // namespace
 
+TEST_CASE("a built-in gate's name in reports is the name --gate takes") {
+  // Reports, messages and history print the gate's name; the user types it
+  // back into --gate, history --gate or a batch plan.
+  for (const auto& n : builtin_gate_names()) CHECK(load_gate(n).name == n);
+}
+
 TEST_CASE("the shipped gates are built in and parse") {
   for (const auto& n : {"sparse_acceptance", "sage_compat", "bit_exact"}) {
     const GateFile g = load_gate(n);
@@ -27,7 +33,7 @@ TEST_CASE("the shipped gates are built in and parse") {
     CHECK_FALSE(g.rules.empty());
   }
   const GateFile g = load_gate("sparse_acceptance");
-  CHECK(g.name == "sparse-attention-acceptance");
+  CHECK(g.name == "sparse_acceptance");
   CHECK(g.baseline == "sage2");
   CHECK(g.tensor == "attention");
   REQUIRE(g.rules.size() == 2);
@@ -57,11 +63,13 @@ TEST_CASE("malformed gate files name the JSON path") {
   CHECK(error_of(R"({"schema": "touchstone.gate/1", "name": "t", "rules": [{"id": "a", "metric": "rel_l2", "max": "0.05"}]})") ==
         "g.json: rules[0].max: expected a number, got string");
   CHECK(error_of("{" + kHead + R"("rules": [{"id": "a", "metric": "rel_l2", "max": 1}, {"id": "b", "metric": "rel_l2", "maxx": 1}]})") ==
-        "g.json: rules[1]: rule 'b' has no bound (give min, max, max_ratio_to_baseline or growth)");
+        "g.json: rules[1].maxx: unknown key (did you mean 'max'? keys: id, metric, against, min, max, "
+        "max_ratio_to_baseline, growth, confidence, optional, tensor, description)");
   CHECK(error_of("{" + kHead + R"("rules": [{"id": "a", "metric": "rel_l2", "max": 1, "maxx": 1}]})") ==
-        "g.json: rules[0].maxx: unknown key");
+        "g.json: rules[0].maxx: unknown key (did you mean 'max'? keys: id, metric, against, min, max, "
+        "max_ratio_to_baseline, growth, confidence, optional, tensor, description)");
   CHECK(error_of("{" + kHead + R"("extra": 1, "rules": [{"id": "a", "metric": "rel_l2", "max": 1}]})") ==
-        "g.json: extra: unknown key");
+        "g.json: extra: unknown key (keys: schema, name, description, baseline, tensor, time_emulations, rules)");
   CHECK(error_of("{" + kHead + R"("rules": []})") == "g.json: rules: must hold at least one rule");
   CHECK(error_of("{" + kHead + R"("rules": {}})") == "g.json: rules: expected an array, got object");
   CHECK(error_of("{" + kHead + R"("rules": [{"id": "a", "metric": "l2", "max": 1}]})").rfind(

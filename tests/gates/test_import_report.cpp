@@ -187,7 +187,8 @@ TEST_CASE("malformed measurements name the path") {
   CHECK(err(head + R"({"backend": "a", "quantity": "attention", "value": "5", "unit": "ms", "level": "block", "provenance": "p"}]})") ==
         "m.json: entries[0].value: expected a number, got string");
   CHECK(err(head + R"({"backend": "a", "quantity": "attention", "value": 5, "unit": "ms", "level": "block", "provenance": "p", "x": 1}]})") ==
-        "m.json: entries[0].x: unknown key");
+        "m.json: entries[0].x: unknown key (keys: against, backend, level, provenance, quantity, raw_backend, "
+        "samples, statistic, tensor, unit, value)");
   CHECK(err(head + R"({"backend": "a", "quantity": "rel_l2", "value": 5, "unit": "", "level": "q", "provenance": "p"}]})") ==
         "m.json: entries[0].against: missing (a metric is measured against a backend or \"exact\")");
   CHECK(err(head + R"({"backend": "a", "quantity": "attention", "value": 5, "unit": "min", "level": "block", "provenance": "p"}]})").rfind(

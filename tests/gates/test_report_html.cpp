@@ -112,7 +112,7 @@ TEST_CASE("HTML report: a standalone page naming every candidate and verdict") {
   const std::string h = render_html(run);
   CHECK(h.rfind("<!DOCTYPE html>", 0) == 0);
   CHECK(h.find("</html>") != std::string::npos);
-  CHECK(h.find("<title>touchstone gate sparse-attention-acceptance</title>") != std::string::npos);
+  CHECK(h.find("<title>touchstone gate sparse_acceptance</title>") != std::string::npos);
   // Nothing fetched: no scripts, links or URLs besides the SVG namespace.
   CHECK(h.find("<script") == std::string::npos);
   CHECK(h.find("<link") == std::string::npos);

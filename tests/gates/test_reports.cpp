@@ -79,7 +79,7 @@ TEST_CASE("JUnit is well-formed XML with one failure per failed rule") {
 TEST_CASE("Markdown summary is a table with one row per candidate") {
   const GateRun run = test::judge_report(test::seed_json());
   const std::string md = render_markdown(run);
-  CHECK(md.find("### touchstone gate `sparse-attention-acceptance`: 0 of 4 accepted") != std::string::npos);
+  CHECK(md.find("### touchstone gate `sparse_acceptance`: 0 of 4 accepted") != std::string::npos);
   CHECK(test::occurrences(md, "\n| `") == 4);
   CHECK(md.find("**REJECT**") != std::string::npos);
   CHECK(md.find("**INCONCLUSIVE**") != std::string::npos);

@@ -41,3 +41,18 @@ def test_a_bad_config_file_is_named_in_its_one_line_error(tmp_path):
     r = python_module("from-npz", npz, "-o", tmp_path / "f.h5", "--model", "m", "--frames", "-1")
     assert r.returncode == 2 and "frames=-1" in r.stderr, r.stderr
     assert not (tmp_path / "f.h5").exists()
+
+
+def test_from_npz_onto_an_existing_fixture_names_its_own_flag(tmp_path):
+    import numpy as np
+
+    npz = tmp_path / "a.npz"
+    x = np.zeros((64, 2, 16), dtype=np.float32)
+    np.savez(npz, q=x, k=x, v=x)
+    assert python_module("from-npz", npz, "-o", tmp_path / "f.h5", "--model", "m").returncode == 0
+    r = python_module("from-npz", npz, "-o", tmp_path / "f.h5", "--model", "m")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "already exists" in r.stderr and "--force replaces it" in r.stderr, r.stderr
+    assert "replace=True" not in r.stderr
+    assert python_module("from-npz", npz, "-o", tmp_path / "f.h5", "--model", "m",
+                         "--force").returncode == 0

@@ -150,3 +150,22 @@ def test_help_lists_the_built_in_kernels():
     assert r.returncode == 0
     for name in kernels.BUILTIN:
         assert f"  {name} " in r.stdout
+    # Off a terminal (no COLUMNS): 100 columns, as the C++ CLI's help.
+    assert max(map(len, r.stdout.splitlines())) <= 100, max(r.stdout.splitlines(), key=len)
+
+
+def test_the_summary_fits_the_terminal_and_names_the_fixture_once(monkeypatch):
+    from touchstone import replay
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    one = {"name": "sparge_sol_tau1.3_bf16_nocomp", "median_ms": 1.5, "reps": 10,
+           "clock": "host_steady", "device": "cpu", "intermediates": [],
+           "output": "/outputs/sparge_sol_tau1.3_bf16_nocomp/attention",
+           "timings": "/timings/sparge_sol_tau1.3_bf16_nocomp"}
+    fixture = "/tmp/pytest-of-someone/pytest-12/test_replay0/captured_block24.h5"
+    several = {"fixture": fixture, "timing_run": "3f2c9a1e-77c4-4a51-9a0b-0c1d2e3f4a5b",
+               "kernels": [one, dict(one, name="sdpa_cudnn")], "reps": 10,
+               "clock": "host_steady", "device": "cpu", "skipped": {}}
+    for text in (replay.summary_line(dict(one, fixture=fixture)), replay.summary_line(several)):
+        assert max(map(len, text.splitlines())) <= 100, text
+    assert replay.summary_line(several).count(fixture) == 1

@@ -39,7 +39,7 @@ def test_a_kernel_scaling_one_head_fails_naming_the_rule_and_the_head(tiny_fixtu
     with pytest.raises(AssertionError) as e:
         assert_sage_like(tiny_fixture, one_head_scaled)
     msg = str(e.value)
-    assert msg.startswith("stored:one_head_scaled on ") and ": REJECT by gate " in msg.splitlines()[0]
+    assert msg.startswith("stored:one_head_scaled: REJECT by gate sage_compat, on")
     lines = [l for l in msg.splitlines() if "head_gain" in l and "[fail]" in l]
     assert lines, msg
     # The figure is the head's gain error, 0.05 (bf16 storage moves it in the 3rd digit).
@@ -50,12 +50,36 @@ def test_a_kernel_scaling_one_head_fails_naming_the_rule_and_the_head(tiny_fixtu
     named = re.findall(r"\bhead\s*[=:#]?\s*(\d+)", lines[0])
     if named:
         assert named[0] == "0", lines[0]
-    assert "rules not passed: " in msg and "head_gain: " in msg.splitlines()[-2]
     kept = msg.splitlines()[-1]
     assert kept.startswith("(the fixture with the candidate's output: ")
     path = kept[len("(the fixture with the candidate's output: "):-1]
     assert os.path.isfile(path)
     assert "one_head_scaled" in touchstone.read_fixture(path).outputs
+
+
+def test_a_failure_leads_with_where_it_fails_in_100_columns_from_the_users_frame(tiny_fixture,
+                                                                                monkeypatch):
+    monkeypatch.setenv("COLUMNS", "240")  # the terminal running pytest does not widen the message
+    with pytest.raises(AssertionError) as e:
+        assert_sage_like(tiny_fixture, one_head_scaled)
+    # pytest shows the test's own line, not touchstone.testing's frames.
+    shown = [str(entry.path) for entry in e.traceback.filter()]
+    assert shown and not any(p.endswith(os.path.join("touchstone", "testing.py")) for p in shown), shown
+    lines = str(e.value).splitlines()
+    assert max(map(len, lines)) <= 100, max(lines, key=len)
+    # After the verdict, the rules not passed, those naming the head first: one rule a line
+    # (continued under it), never the whole report again in one line.
+    at = next(i for i, l in enumerate(lines) if l.startswith("rules not passed"))
+    assert at <= 2  # the verdict line (and its continuation) above
+    assert lines[at + 1].startswith("  head_vs_exact [fail]: ")
+    assert "worst head 0" in " ".join(lines[at + 1:at + 3])
+    rules = [l for l in lines[at + 1:lines.index("")] if not l.startswith("      ")]
+    assert len(rules) >= 2 and all(l.count("[fail]") == 1 for l in rules), rules
+    # The report's input is the user's fixture; the copy is named only where its output is needed.
+    assert f"input: {tiny_fixture} (fixture)" in lines
+    copies = [l for l in lines if "touchstone-assert-" in l]
+    assert all("repro:" in l or "--fixture" in l or l.startswith("(the fixture with the candidate's")
+               for l in copies), copies
 
 
 def test_tensor_and_stored_candidates_and_an_untouched_fixture(tiny_fixture, touchstone_load,

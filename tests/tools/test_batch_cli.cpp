@@ -239,6 +239,9 @@ TEST_CASE("touchstone batch: a worker that crashes loses only its case, reported
   const Result resumed = cli("batch " + p + " --resume --json " + d + "/crash-resumed.json");
   INFO(resumed.err);
   REQUIRE(resumed.code == 1);
+  // It says what it kept (the report itself goes to the file).
+  CHECK(resumed.out.find("touchstone batch: --resume kept 23 of 24 cases (judged already in ") != std::string::npos);
+  CHECK(resumed.out.find("); running the other 1\n") != std::string::npos);
   const auto k = normalised(d + "/crash-resumed.json");
   CHECK(k["summary"]["judged"] == 24);
   CHECK(k["runs"] == normalised(d + "/one.json")["runs"]);

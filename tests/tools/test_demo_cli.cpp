@@ -1,6 +1,7 @@
 // `touchstone demo`, the README's command 1, as a new user reads it (issue 22):
 // no emulation is shown faster or slower than another, the sol gate is decided
 // by accuracy, and the real kernels' section says why its speed is or is not judged.
+#include <filesystem>
 #include <sstream>
 #include <string>
 
@@ -54,4 +55,26 @@ TEST_CASE("demo: emulations are judged on accuracy only; no speed verdict comes 
     CHECK(l.size() <= 100);
   }
   CHECK(r.err.empty());
+}
+
+TEST_CASE("demo: its import-report hint names a report that exists from the checkout's root") {
+  const ts::test::CliResult r = ts::test::run_cli("demo");
+  REQUIRE(r.code == 0);
+  const size_t hint = r.out.find("touchstone import-report ");
+  REQUIRE(hint != std::string::npos);
+  std::istringstream words(r.out.substr(hint, r.out.find('\n', hint) - hint));
+  std::string word, report;
+  words >> word >> word >> report;
+  INFO(report);
+  // Run as printed from the root, the measurements written to the scratch folder.
+  const std::string m = ts::test::scratch_dir() + "/demo_hint_measurements.json";
+  const std::filesystem::path old = std::filesystem::current_path();
+  std::filesystem::current_path(TOUCHSTONE_SOURCE_DIR);
+  const ts::test::CliResult imported = ts::test::run_cli("import-report " + report + " -o " + m);
+  std::filesystem::current_path(old);
+  INFO(imported.out << imported.err);
+  CHECK(imported.code == 0);
+  const ts::test::CliResult judged = ts::test::run_cli("gate --measurements " + m);
+  INFO(judged.out << judged.err);
+  CHECK((judged.code == 0 || judged.code == 1));
 }

@@ -210,3 +210,56 @@ TEST_CASE("messages CLI: a sweep says its emulated rows were not timed, and fits
   CHECK(r.out.find("timed in 3 pairs") == std::string::npos);
   CHECK(widest(r.out) <= 100);
 }
+
+TEST_CASE("messages CLI: a misspelt gate-file key is an unknown key with the nearest, whatever it hides") {
+  const std::string againts = dir() + "/againts.gate.json", mx = dir() + "/mx.gate.json";
+  std::ofstream(againts) << R"({"schema": "touchstone.gate/1", "name": "g", "rules": [
+    {"id": "a", "metric": "rel_l2", "againts": "exact", "max_ratio_to_baseline": 2}]})";
+  std::ofstream(mx) << R"({"schema": "touchstone.gate/1", "name": "g", "rules": [
+    {"id": "a", "metric": "rel_l2", "mx": 0.1}]})";
+  bad_input(cli("gate --gate " + againts + " --fixture " + tiny() + " --candidate exact"),
+            "rules[0].againts: unknown key (did you mean 'against'? keys: id, metric, against,");
+  bad_input(cli("gate --gate " + mx + " --fixture " + tiny() + " --candidate exact"),
+            "rules[0].mx: unknown key (did you mean 'max'? keys: ");
+}
+
+TEST_CASE("messages CLI: compare takes stored:NAME as gate does, and explains another backend spec") {
+  const CliResult r = cli("compare " + tiny() + " stored:exact exact");
+  INFO(r.out << r.err);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("/outputs/exact/attention (float64) vs /outputs/exact/attention") != std::string::npos);
+  bad_input(cli("compare " + tiny() + " sol:tau=1.3 exact"), "'sol:tau=1.3' is a backend spec; compare reads stored tensors");
+}
+
+TEST_CASE("messages CLI: reference --tau and sweep --tau say the same of a bad value") {
+  const CliResult ref = cli("reference " + tiny() + " --backend sol --tau abc");
+  const CliResult sweep = cli("sweep " + tiny() + " --tau abc");
+  bad_input(ref, "--tau: 'abc' is not a finite number");
+  bad_input(sweep, "--tau: 'abc' is not a finite number");
+  CHECK(ref.err == sweep.err);
+}
+
+TEST_CASE("messages CLI: a NaN in the candidate is reported once, the rules it fails named in one line") {
+  const std::string f = dir() + "/messages_nan.h5";
+  REQUIRE(cli("fixture synth --preset tiny --seed 6 -o " + f).code == 0);
+  const std::string py = "PYTHONPATH=" + std::string(TOUCHSTONE_SOURCE_DIR) + "/python /usr/bin/python3 -c \""
+                         "import sys, numpy as np, touchstone as t; fx = t.read_fixture(sys.argv[1]); "
+                         "out = np.asarray(fx.q, dtype=np.float32).copy(); out[5, 0, 3] = np.nan; "
+                         "t.add_output(sys.argv[1], 'nanny', out)\" " + f;
+  if (std::system(py.c_str()) != 0) {
+    WARN("skipped: no /usr/bin/python3 with numpy and h5py to store a NaN output");
+    return;
+  }
+  const Columns unset(nullptr);
+  const CliResult r = cli("gate --gate sage_compat --fixture " + f + " --candidate stored:nanny");
+  INFO(r.out << r.err);
+  CHECK(r.code == 1);
+  CHECK(r.out.find("REJECT stored:nanny\n") != std::string::npos);
+  size_t said = 0;
+  for (size_t at = r.out.find("non-finite values"); at != std::string::npos; at = r.out.find("non-finite values", at + 1))
+    ++said;
+  CHECK(said == 2);  // the rules' line and finite_guard's count
+  CHECK(r.out.find("  sage_like, direction, vs_exact, ") != std::string::npos);
+  CHECK(r.out.find("finite_guard [fail]: 1 non-finite values in the candidate (NaN never passes)") != std::string::npos);
+  CHECK(widest(r.out) <= 100);
+}

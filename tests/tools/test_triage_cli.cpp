@@ -2,6 +2,12 @@
 // HTML from one run, the repro slice, and exit 2 for bad input before work.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <regex>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "catch.hpp"
 #include "cli_runner.hpp"
 
@@ -47,4 +53,47 @@ TEST_CASE("triage CLI: bad input exits 2 with one line, before any work") {
   r = run_cli("fixture extract " + f + " --heads 0 -o " + f);  // exists, no --force: nothing lost
   CHECK(r.code == 2);
   CHECK(run_cli("fixture validate " + f).code == 0);
+}
+
+namespace {
+
+// (figure, green channel) of every numbered cell of the heatmap titled `title`.
+std::vector<std::pair<double, int>> cells_of(const std::string& html, const std::string& title) {
+  std::vector<std::pair<double, int>> out;
+  const size_t from = html.find("aria-label=\"" + title + "\"");
+  if (from == std::string::npos) return out;
+  const std::string svg = html.substr(from, html.find("</svg>", from) - from);
+  const std::regex cell(R"(fill="#[0-9a-f]{2}([0-9a-f]{2})[0-9a-f]{2}"><title>[^<]*: ([0-9.eE+-]+)</title>)");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), cell); it != std::sregex_iterator(); ++it)
+    out.emplace_back(std::stod((*it)[2]), std::stoi((*it)[1], nullptr, 16));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("triage CLI: the page draws the candidate's and the baseline's maps on one colour scale") {
+  const std::string d = ts::test::scratch_dir(), f = d + "/triage_scale.h5";
+  REQUIRE(run_cli("fixture synth --force --preset tiny --seed 3 -o " + f).code == 0);
+  const auto r = run_cli("triage " + f + " --candidate sol:tau=1.3 --html " + d + "/scale.html");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const std::string html = ts::test::read_file(d + "/scale.html");
+  for (const char* map : {"head_x_qblock", "head_x_frame"}) {
+    auto cells = cells_of(html, std::string("candidate: rel_l2 ") + map);
+    const auto floor = cells_of(html, std::string("baseline: rel_l2 ") + map);
+    REQUIRE_FALSE(cells.empty());
+    REQUIRE_FALSE(floor.empty());
+    cells.insert(cells.end(), floor.begin(), floor.end());
+    // One scale: a larger figure is never drawn lighter (more green) than a smaller one.
+    std::sort(cells.begin(), cells.end());
+    for (size_t i = 1; i < cells.size(); ++i) {
+      INFO(map << ": " << cells[i - 1].first << " -> " << cells[i].first);
+      CHECK(cells[i].second <= cells[i - 1].second);
+    }
+  }
+  // The conditioning tokens' column is "cond" under the cells and in the text, never frame F or -1.
+  CHECK(html.find("then the conditioning tokens (cond)") != std::string::npos);
+  CHECK(html.find("text-anchor=\"middle\">cond</text>") != std::string::npos);
+  CHECK(r.out.find("rel_l2_worst_frame: the conditioning tokens") != std::string::npos);
+  CHECK(r.out.find("cond -1") == std::string::npos);
 }
