@@ -90,7 +90,10 @@ ts::cli::Registration policy_reg{
       auto o = std::make_shared<Opts>();
       o->taus = {1.0, 1.3, 2.0};
       add_common(app, *o);
-      app.add_option("--tau", o->taus, "comma-separated thresholds")->delimiter(',')->capture_default_str();
+      app.add_option("--tau", o->taus, "comma-separated thresholds")
+          ->delimiter(',')
+          ->capture_default_str()
+          ->check(ts::cli::finite_number());
       app.add_option("--backend", o->backend, "the routed backend kind taking tau (sol, sol_cuda)")->capture_default_str();
       app.add_option("--precision", o->precision, "its precision (bf16 | int8_qk | int8_qk_pv; empty: its default)")
           ->capture_default_str();
