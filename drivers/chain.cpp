@@ -176,10 +176,10 @@ ChainRun run_chains(const ChainSet& set, const std::vector<Schedule>& schedules,
   BlockOptions prod;
   prod.linear = linear_mode_from_name(opts.linear);
   prod.recipe = opts.recipe;
-  prod.keep = {"output"};
+  prod.keep = {stage_name(BlockStage::output)};
   BlockOptions exact_opts;
   exact_opts.linear = LinearMode::fp64;
-  exact_opts.keep = {"output"};
+  exact_opts.keep = {stage_name(BlockStage::output)};
   // Every spec is made once before any block runs: a typo is bad input.
   std::vector<std::string> specs = {opts.baseline, opts.exact};
   for (const auto& s : schedules) {
@@ -212,13 +212,13 @@ ChainRun run_chains(const ChainSet& set, const std::vector<Schedule>& schedules,
     BlockResult r = kind.run(in, *att, bo);
     ++run.block_runs;
     Run out;
-    out.out = std::move(r.stages.at("output"));
+    out.out = std::move(r.stages.at(stage_name(BlockStage::output)));
     const nlohmann::json& st = r.attention_stats;
     if (st.contains("device_ms") && st["device_ms"].is_number()) {
       out.attention_ms = st["device_ms"].get<double>();
       out.clock = "device_events";
     } else {
-      out.attention_ms = r.stage_ms.count("attention") ? r.stage_ms.at("attention") : 0.0;
+      out.attention_ms = r.stage_ms.count(stage_name(BlockStage::attention)) ? r.stage_ms.at(stage_name(BlockStage::attention)) : 0.0;
       out.clock = "host_steady";
     }
     if (st.contains("density") && st["density"].is_number()) out.density = st["density"].get<double>();

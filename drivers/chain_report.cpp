@@ -132,6 +132,7 @@ std::string ChainJudgement::html() const {
     f.title = "schedules: final error against dense-equivalent work";
     f.x_label = "dense-equivalent work";
     f.y_label = "rel_l2 vs baseline, last block of the last step";
+    f.x_scale = svg::Scale::linear;
     f.y_scale = svg::Scale::log;
     svg::XYSeries all{"schedules", "s0", {}, false, true};
     svg::XYSeries front{"frontier", "s1", {}, true, true};
@@ -159,6 +160,7 @@ std::string ChainJudgement::html() const {
     p.title = "error after each block, one line per step";
     p.x_label = "block";
     p.y_label = "rel_l2 vs baseline";
+    p.x_scale = svg::Scale::linear;  // block indices start at 0
     p.y_scale = svg::Scale::log;
     for (int s = 0; s < run.set.steps; ++s) {
       svg::XYSeries ser{"step " + std::to_string(s), "s" + std::to_string(s % 6), {}, true, true};
