@@ -8,6 +8,7 @@ const char* case_source_name(CaseSource s) {
     case CaseSource::stored: return "stored";
     case CaseSource::measurements: return "measurements";
     case CaseSource::stage: return "stage";
+    case CaseSource::chain: return "chain";
   }
   return "?";
 }
@@ -28,6 +29,8 @@ std::string Case::repro() const {
                                      {"--candidate", candidate}});
     case CaseSource::stage:
       return command_line({"compare", input, stage_set, baseline, "--stages"}, {{"--gate", gate_arg}, {"--exact", exact_set}});
+    case CaseSource::chain:
+      return command_line({"chain", input}, {{"--gate", gate_arg}, {"--baseline", baseline}, {"--candidate", candidate}});
     case CaseSource::computed:
     case CaseSource::stored:
       break;

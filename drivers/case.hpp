@@ -17,14 +17,15 @@ enum class CaseSource {
   stored,        // stored:NAME: an output a kernel wrote into the fixture elsewhere
   measurements,  // figures of an imported report (touchstone.measurements/1)
   stage,         // one block stage of a stage set against another (compare --stages)
+  chain,         // a schedule's block stack over a chain set (touchstone chain / policy)
 };
-const char* case_source_name(CaseSource s);  // "computed", "stored", "measurements", "stage"
+const char* case_source_name(CaseSource s);  // "computed", "stored", "measurements", "stage", "chain"
 
 struct Case {
   CaseSource source = CaseSource::computed;
   std::string input;      // fixture path, or the measurements file
   std::string baseline;   // backend spec; measurements: a backend name; stage: stage set B
-  std::string candidate;  // backend spec; measurements: a backend name; stage: the stage name
+  std::string candidate;  // backend spec; measurements: a backend name; stage: the stage name; chain: the schedule
   std::string gate_arg;   // the gate as the user named it (a built-in name or a path)
   // Stage cases: the candidate's stage set (A) and the exact one ("" = none).
   std::string stage_set, exact_set;

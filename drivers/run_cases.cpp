@@ -361,6 +361,7 @@ const char* mode_of(CaseSource s) {
   switch (s) {
     case CaseSource::measurements: return "measurements";
     case CaseSource::stage: return "stages";
+    case CaseSource::chain: return "chain";
     default: return "fixture";
   }
 }
@@ -409,8 +410,8 @@ CaseRun run_all(const GateFile* judged_by, const std::vector<Case>& cases, const
   MeasurementProvider measurements(gate, o.seed);
   auto provider_of = [&](CaseSource s) -> EvidenceProvider& {
     if (s == CaseSource::measurements) return measurements;
-    if (s == CaseSource::stage) {
-      if (!stage_provider) throw InternalError("run_cases: a stage case without a stage provider");
+    if (s == CaseSource::stage || s == CaseSource::chain) {  // cases that bring their own evidence
+      if (!stage_provider) throw InternalError("run_cases: a stage or chain case without its provider");
       return *stage_provider;
     }
     return fixtures;
@@ -418,7 +419,7 @@ CaseRun run_all(const GateFile* judged_by, const std::vector<Case>& cases, const
   // Everything checkable is checked before any case runs.
   std::map<EvidenceProvider*, std::vector<const Case*>> by_provider;
   for (const auto& c : cases) {
-    if (c.source != CaseSource::stage)
+    if (c.source != CaseSource::stage && c.source != CaseSource::chain)
       for (const auto& r : gate.rules)
         if (gate.tensor_of(r) != "attention" && c.source != CaseSource::measurements)
           throw InputError(gate.source + ": rule '" + r.id + "' judges tensor '" + gate.tensor_of(r) +

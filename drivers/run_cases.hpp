@@ -79,6 +79,7 @@ class EvidenceProvider {
 // candidate that throws while running is REJECT with its error and the other
 // cases are still judged; an InputError while running (a stored output that
 // turns out malformed) stops the run as bad input.
+// Stage and chain cases bring their own evidence: `stage_provider` gathers it.
 CaseRun run_cases(const GateFile& gate, const std::vector<Case>& cases, const CaseOptions& opts,
                   EvidenceProvider* stage_provider = nullptr);
 

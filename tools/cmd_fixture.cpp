@@ -10,6 +10,8 @@
 #include "fixtures/fixture.hpp"
 #include "fixtures/identity.hpp"
 #include "fixtures/synth.hpp"
+#include "fixtures/block/synth_chain.hpp"
+#include "core/progress.hpp"
 #include "gates/report.hpp"
 #include "tools/command.hpp"
 
@@ -39,6 +41,8 @@ Registration synth_reg{
         uint64_t seed = 0;
         double structure = 0.7;
         bool compress = false, with_block = false, force = false;
+        int blocks = 0, steps = 0;
+        double dt = 0;
       };
       auto o = std::make_shared<Opts>();
       app.add_option("--preset", o->preset, ts::preset_names_text(" | ") + " (block.md)")->capture_default_str();
@@ -49,7 +53,14 @@ Registration synth_reg{
       app.add_flag("--with-block", o->with_block,
                    "also synthesize /block (x, modulation, weights, observed stages); q, k, v "
                    "become the block's own attention inputs");
-      ts::cli::mark_output(app.add_option("-o,--output", o->out, "fixture file to write (HDF5)")->required(), false);
+      app.add_option("--blocks", o->blocks,
+                     "a chain set of this many blocks (with --steps; implies --with-block): -o is then a folder of "
+                     "block<bb>_step<ss>.h5, inputs evolving from block to block and step to step (docs/chain.md)")
+          ->check(ts::cli::integer_in(1, 1000));
+      app.add_option("--steps", o->steps, "denoising steps of a chain set (with --blocks)")
+          ->check(ts::cli::integer_in(1, 1000));
+      app.add_option("--dt", o->dt, "a chain set's step size (default 1 / steps)")->check(ts::cli::number_at_least(0, true));
+      ts::cli::mark_output(app.add_option("-o,--output", o->out, "fixture file to write (HDF5); a folder for a chain set")->required(), false);
       app.add_flag("--force", o->force,
                    "replace an existing file at -o, with every output it holds (default: refuse, "
                    "exit 2)");
@@ -60,6 +71,24 @@ Registration synth_reg{
         so.preset = o->preset;
         so.seed = o->seed;
         so.structure = o->structure;
+        if ((o->blocks > 0) != (o->steps > 0)) throw ts::InputError("--blocks and --steps go together (a chain set)");
+        if (o->dt > 0 && o->blocks == 0) throw ts::InputError("--dt needs --blocks and --steps (a chain set)");
+        if (o->blocks > 0) {
+          ts::ChainSynthOptions co;
+          co.base = so;
+          co.blocks = o->blocks;
+          co.steps = o->steps;
+          co.dt = o->dt;
+          ts::WriteOptions wo;
+          wo.compress = o->compress;
+          wo.replace = o->force;
+          ts::Progress progress("fixture synth", static_cast<int64_t>(o->blocks) * o->steps);
+          const auto paths = ts::synthesize_chain(co, o->out, wo, [&progress] { progress.advance(); });
+          const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          std::printf("wrote %s: %zu files, %d blocks x %d steps, preset %s, seed %llu (%.1f s)\n", o->out.c_str(),
+                      paths.size(), o->blocks, o->steps, o->preset.c_str(), static_cast<unsigned long long>(o->seed), secs);
+          return ts::kPass;
+        }
         ts::SynthResult r = ts::synthesize(so);
         if (o->with_block) ts::synthesize_block(so, r);
         ts::WriteOptions wo;

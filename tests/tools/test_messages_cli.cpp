@@ -178,7 +178,7 @@ TEST_CASE("messages CLI: bit_exact between storage types is an error that says s
 TEST_CASE("messages CLI: an unknown or missing command names the commands, the nearest first") {
   bad_input(cli("gat " + tiny()), "unknown command 'gat' for touchstone (did you mean 'gate'? commands: batch,");
   bad_input(cli("fixture synt --preset tiny"), "unknown command 'synt' for touchstone fixture (did you mean 'synth'?");
-  bad_input(cli(""), "touchstone needs a command (batch, compare,");
+  bad_input(cli(""), "touchstone needs a command (batch, chain, compare,");
   bad_input(cli("bench"), "touchstone bench needs a command (block, emulation, reference;");
   // Internal commands are not offered.
   CHECK(cli("bogus").err.find("__") == std::string::npos);
