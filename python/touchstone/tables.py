@@ -45,6 +45,8 @@ GATE_TIMING = dict(TABLES["timing"]["gate"])
 REPLAY_TIMING = dict(TABLES["timing"]["replay"])
 BUILTIN_GATES = tuple(TABLES["builtin_gates"])
 METRICS = tuple(TABLES["metrics"])
+# Every verdict a CandidateVerdict's .verdict can be, in C++'s order (gates/verdict.hpp).
+VERDICTS = tuple(TABLES["verdicts"])
 CONFIG_REQUIRED = tuple(TABLES["config"]["required"])
 # /config keys stored as int64 (the rest are float64 or text): as C++ writes them.
 CONFIG_INT_KEYS = tuple(k for k, v in next(iter(FIXTURE_PRESETS.values())).items()
