@@ -160,7 +160,16 @@ int run(const Opts& o) {
     if (o.resume) mo.skip = judged_ids(plan, results);
     const ts::MpiOutcome out = ts::run_mpi(plan, mo);
     int code = 0;
-    if (out.root) code = o.reports.emit(*out.report);
+    if (out.root) {
+      code = o.reports.emit(*out.report);
+      // mpirun words any non-zero exit of a rank as an aborted job; the batch's last line says
+      // first that it is the report's exit code (docs/batch.md "MPI").
+      if (code != ts::kPass)
+        (o.reports.any_stdout() ? std::cerr : std::cout)
+            << "touchstone batch: exit " << code
+            << (code == ts::kGateFailed ? " (not every case was ACCEPTed)" : " (bad input found while running)")
+            << ", the report's verdict, not a crash: mpirun reports it as 'the job has been aborted'" << std::endl;
+    }
     std::fflush(nullptr);
     ts::mpi_finish(out, code);
     return code;
