@@ -327,8 +327,10 @@ TEST_CASE("touchstone batch: a MISTRUSTED case is kept by its record, the summar
   base.data[5] = std::nan("");
   ts::append_datasets(f, {{"/outputs/nanbase/attention", base, ts::output_attrs("nanbase", {}, std::nullopt)}});
   // A baseline holding NaN: nothing trustworthy to judge against, whatever the candidate.
+  write_plan("mistrust-gate.json", R"({"schema": "touchstone.gate/1", "name": "close", "rules": [
+    {"id": "close", "metric": "rel_l2", "against": "baseline", "max": 1}]})");
   const std::string p = write_plan("mistrust.json", R"({"schema": "touchstone.plan/1", "fixtures": ["mistrust.h5"],
-    "gates": ["bit_exact"], "baselines": ["stored:nanbase"], "candidates": ["sage2", "sage2:preset=sm90"]})");
+    "gates": ["mistrust-gate.json"], "baselines": ["stored:nanbase"], "candidates": ["sage2", "sage2:preset=sm90"]})");
   const Result r = cli("batch " + p + " --workers 1 --json " + d + "/mistrust-one.json");
   INFO(r.out << r.err);
   REQUIRE(r.code == 1);
