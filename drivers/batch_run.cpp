@@ -45,10 +45,17 @@ Interval interval_from(const nlohmann::json& j) {
   return i;
 }
 
-Verdict verdict_from(const std::string& s) {
-  for (Verdict v : {Verdict::accept, Verdict::reject, Verdict::inconclusive})
-    if (s == verdict_name(v)) return v;
-  throw InputError("unknown verdict '" + s + "'");
+WorstGroup worst_from(const nlohmann::json& j) {
+  WorstGroup w;
+  w.kind = j.at("kind").get<std::string>();
+  w.index = j.at("index").get<int64_t>();
+  if (j.contains("tokens")) {
+    w.first_token = j["tokens"].at(0).get<int64_t>();
+    w.last_token = j["tokens"].at(1).get<int64_t>();
+  }
+  w.rel_l2 = number_or_text(j.at("rel_l2"));
+  w.gain = number_or_text(j.at("gain"));
+  return w;
 }
 
 RuleStatus status_from(const std::string& s) {
@@ -89,7 +96,7 @@ GateRun run_from_record(const nlohmann::json& j, const std::string& where) {
   for (const auto& cj : j.at("candidates")) {
     CandidateVerdict c;
     c.candidate = cj.at("candidate").get<std::string>();
-    c.verdict = verdict_from(cj.at("verdict").get<std::string>());
+    c.verdict = verdict_from_name(cj.at("verdict").get<std::string>(), "candidates[" + std::to_string(ci) + "]");
     size_t oi = 0;
     for (const auto& oj : cj.at("rules")) {
       RuleOutcome o;
@@ -104,6 +111,7 @@ GateRun run_from_record(const nlohmann::json& j, const std::string& where) {
       o.optional = oj.at("optional").get<bool>();
       o.figure = number_or_text(oj.at("figure"));
       if (oj.contains("interval")) o.interval = interval_from(oj["interval"]);
+      if (oj.contains("worst")) o.worst = worst_from(oj["worst"]);
       const auto& l = limits.at(ci).at(oi);
       if (!l.is_null()) o.limit = l.get<double>();
       c.outcomes.push_back(std::move(o));
@@ -227,7 +235,13 @@ std::vector<BatchRecord> judge_unit(const BatchPlan& plan, const WorkUnit& unit,
     } else {
       r.reason = reason;
     }
-    out.push_back(std::move(r));
+    // The record as it reads back from its file: a unit judged in this process (an MPI rank's
+    // own share) then reports exactly what a worker's record or a shard's gives.
+    try {
+      out.push_back(BatchRecord::from_json(r.to_json(), "case " + c.id));
+    } catch (const InputError& e) {
+      throw InternalError(std::string("a batch record does not read back: ") + e.what());
+    }
   }
   return out;
 }
@@ -323,20 +337,24 @@ int BatchReport::exit_code() const {
 
 namespace {
 
+VerdictCounts verdicts_of(const BatchReport& r) {
+  std::vector<CandidateVerdict> all;
+  for (const auto& run : r.runs) all.insert(all.end(), run.candidates.begin(), run.candidates.end());
+  return count_verdicts(all);
+}
+
 nlohmann::json summary_of(const BatchReport& r) {
-  int acc = 0, rej = 0, inc = 0;
-  for (const auto& run : r.runs)
-    for (const auto& c : run.candidates) (c.verdict == Verdict::accept ? acc : c.verdict == Verdict::reject ? rej : inc)++;
-  return {{"cases", r.plan.cases.size()}, {"judged", acc + rej + inc}, {"accept", acc},
-          {"reject", rej}, {"inconclusive", inc}, {"not_judged", r.not_judged.size()},
-          {"exit_code", r.exit_code()}};
+  const VerdictCounts v = verdicts_of(r);
+  nlohmann::json j = v.to_json();
+  j.update({{"cases", r.plan.cases.size()}, {"judged", v.total}, {"not_judged", r.not_judged.size()},
+            {"exit_code", r.exit_code()}});
+  return j;
 }
 
 std::string summary_line(const BatchReport& r) {
-  const nlohmann::json s = summary_of(r);
   std::ostringstream o;
-  o << "batch " << r.plan.name << ": " << s["cases"] << " cases, " << s["accept"] << " ACCEPT, " << s["reject"]
-    << " REJECT, " << s["inconclusive"] << " INCONCLUSIVE, " << s["not_judged"] << " not judged";
+  o << "batch " << r.plan.name << ": " << r.plan.cases.size() << " cases, " << verdicts_of(r).text(true) << ", "
+    << r.not_judged.size() << " not judged";
   return o.str();
 }
 

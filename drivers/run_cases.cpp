@@ -17,6 +17,7 @@
 #include "gates/bootstrap.hpp"
 #include "gates/metrics.hpp"
 #include "kernels_under_test/registry.hpp"
+#include "reference/sage2_presets.hpp"
 
 namespace ts {
 namespace {
@@ -85,6 +86,24 @@ AttentionProblem shape_only_problem(const Fixture& fx) {
   return p;
 }
 
+// A bound that is a multiple of the baseline's own error against exact (max_ratio_to_baseline)
+// is 0 when the baseline is the exact reference: only exact itself could pass. Such a baseline
+// is bad input, refused with what to use instead (gates/README.md "Verdicts").
+void refuse_exact_baseline(const GateFile& gate, const std::string& baseline, const std::string& why) {
+  std::string ids;
+  double k = 0;
+  for (const auto& r : gate.rules)
+    if (r.max_ratio_to_baseline) {
+      ids += (ids.empty() ? "'" : ", '") + r.id + "'";
+      k = *r.max_ratio_to_baseline;
+    }
+  if (ids.empty()) return;
+  throw InputError("baseline '" + baseline + "' " + why + ", so gate " + gate.name + "'s rule(s) " + ids +
+                   " (at most " + format_number(k) + " x the baseline's own error against exact) would bound "
+                   "the candidate's error by 0: give a baseline with an error of its own, e.g. sage2:preset=" +
+                   sage2_default_preset().name);
+}
+
 // The identity of a sealed fixture, from its stored digests alone; an unsealed
 // one's would mean hashing every input again, so it is left unknown.
 FixtureIdentity sealed_identity(const std::string& path) {
@@ -137,6 +156,8 @@ class FixtureProvider final : public EvidenceProvider {
       const int per_timed = o_.warmup + o_.pairs;
       runs[ex.spec] += 1;
       for (const Case* c : group) {
+        if (is_exact_reference_spec(c->baseline) || c->baseline == ex.spec)
+          refuse_exact_baseline(gate_, c->baseline, "is an exact reference (its own error is 0 or rounding)");
         make_attention_backend(c->baseline, ctx);
         made_[c] = make_attention_backend(c->candidate, ctx);
         runs[c->baseline] += runs.count(c->baseline) ? 0 : 1;
@@ -295,6 +316,11 @@ class FixtureProvider final : public EvidenceProvider {
     const double base_ms = ms_since(t0);
     b.metrics = compute_metrics(b.out, ex);
     b.vs_exact = groups(st) ? accuracy_figures(b.out, ex, groups(st)) : metric_map(b.metrics);
+    for (const auto& r : gate_.rules) {
+      const auto f = b.vs_exact.find(r.metric);
+      if (r.max_ratio_to_baseline && f != b.vs_exact.end() && f->second && *f->second == 0)
+        refuse_exact_baseline(gate_, spec, "has " + r.metric + " 0 against the exact reference '" + st.exact.spec + "'");
+    }
     nlohmann::json& ctx = contexts_[st.path];
     if (ctx.empty())
       ctx = {{"fixture", st.path},

@@ -51,6 +51,8 @@ nlohmann::json export_tables() {
   }
   nlohmann::json sizes = nlohmann::json::array();
   for (const auto& n : preset_names()) sizes.push_back({{"name", n}, {"config", config_to_json(preset_config(n))}});
+  nlohmann::json verdicts = nlohmann::json::array();
+  for (const auto& v : verdict_table()) verdicts.push_back(v.name);
   const BlockConfig defaults;
   return {
       {"version", TOUCHSTONE_VERSION},
@@ -73,6 +75,7 @@ nlohmann::json export_tables() {
       {"builtin_gates", builtin_gate_names()},
       {"metrics", gate_metric_names()},
       {"terminal", {{"default_width", kDefaultTerminalWidth}, {"min_width", kMinTerminalWidth}}},
+      {"verdicts", verdicts},
   };
 }
 

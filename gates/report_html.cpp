@@ -74,12 +74,8 @@ std::string page_close() {
 }
 
 std::string verdict_class(Verdict v) {
-  switch (v) {
-    case Verdict::accept: return "accept";
-    case Verdict::reject: return "reject";
-    case Verdict::inconclusive: return "inconclusive";
-    case Verdict::mistrusted: return "mistrusted";
-  }
+  for (const auto& w : verdict_table())
+    if (w.verdict == v) return w.key;
   return "other";
 }
 
@@ -438,11 +434,9 @@ std::string run_section(const GateRun& run, const std::string& anchor) {
   std::vector<RuleOutcomes> idx;
   idx.reserve(run.candidates.size());
   for (const auto& c : run.candidates) idx.emplace_back(c);
-  int acc = 0, rej = 0, inc = 0;
-  for (const auto& c : run.candidates)
-    (c.verdict == Verdict::accept ? acc : c.verdict == Verdict::reject ? rej : inc)++;
+  const VerdictCounts counts = count_verdicts(run.candidates);
   std::ostringstream o;
-  o << "<h1>touchstone gate <code>" << esc(run.gate.name) << "</code>: " << acc << " of " << run.candidates.size()
+  o << "<h1>touchstone gate <code>" << esc(run.gate.name) << "</code>: " << counts.of(Verdict::accept) << " of " << run.candidates.size()
     << " accepted</h1>\n";
   if (!run.gate.description.empty()) o << "<p>" << esc(run.gate.description) << "</p>\n";
   o << "<table class=\"meta\">\n"
@@ -452,8 +446,7 @@ std::string run_section(const GateRun& run, const std::string& anchor) {
     << "<tr><th>input</th><td><code>" << esc(run.input) << "</code> (" << esc(run.mode) << ")</td></tr>\n"
     << context_rows(run.context) << "</table>\n";
 
-  o << "<h2>Summary</h2>\n<p>" << acc << " accepted, " << rej << " rejected, " << inc
-    << " inconclusive; exit code " << run.exit_code() << "</p>\n";
+  o << "<h2>Summary</h2>\n<p>" << counts.text(false) << "; exit code " << run.exit_code() << "</p>\n";
   o << "<table class=\"summary\">\n<tr><th>candidate</th>";
   for (const auto& col : run.columns) o << "<th>" << esc(col) << "</th>";
   // A rule's column is headed by its id, the metric and bound below it in

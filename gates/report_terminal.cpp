@@ -274,8 +274,6 @@ std::string render_terminal(const GateRun& run, int width_in) {
   wrapped(out, "input: " + run.input + " (" + run.mode + ")", width, 4);
   out << "\n";
 
-  int acc = 0, rej = 0, inc = 0;
-  for (const auto& c : run.candidates) (c.verdict == Verdict::accept ? acc : c.verdict == Verdict::reject ? rej : inc)++;
   if (const std::string t = table(run, width); !t.empty()) {
     out << t;
     for (const auto& c : run.candidates) {
@@ -288,8 +286,7 @@ std::string render_terminal(const GateRun& run, int width_in) {
     out << blocks(run, width);
   }
   out << "\n";
-  wrapped(out, "summary: " + std::to_string(acc) + " accepted, " + std::to_string(rej) + " rejected, " +
-                   std::to_string(inc) + " inconclusive; exit code " + std::to_string(run.exit_code()),
+  wrapped(out, "summary: " + count_verdicts(run.candidates).text(false) + "; exit code " + std::to_string(run.exit_code()),
           width, 4);
   return out.str();
 }

@@ -85,11 +85,17 @@ RuleOutcome judge_accuracy(const GateRule& r, const std::string& tensor, const E
   if (r.max && !(x <= *r.max)) failed.push_back(format_number(x) + " > max " + format_number(*r.max));
   if (r.max_ratio_to_baseline) {
     const Lookup b = lookup(figures_for(ev.baseline_vs_exact, tensor), r.metric);
-    if (!b.present || !b.value || std::isnan(*b.value)) {
+    // A baseline without error of its own (the exact reference itself) makes the limit 0:
+    // a bound no kernel but exact meets, which judges nothing (gates/README.md "Verdicts").
+    const bool no_error = b.present && b.value && *b.value == 0;
+    if (!b.present || !b.value || std::isnan(*b.value) || no_error) {
       if (failed.empty()) {
         o.status = RuleStatus::missing;
-        o.message = std::string(b.present ? "undefined" : "missing") + " measurement: baseline " +
-                    r.metric + " vs exact (" + tensor + "), needed for max_ratio_to_baseline";
+        o.message = no_error ? "baseline " + r.metric + " vs exact (" + tensor +
+                                   ") is 0: max_ratio_to_baseline bounds nothing against a baseline without "
+                                   "error of its own (use one with its own error, e.g. sage2)"
+                             : std::string(b.present ? "undefined" : "missing") + " measurement: baseline " +
+                                   r.metric + " vs exact (" + tensor + "), needed for max_ratio_to_baseline";
         return o;
       }
     } else {
@@ -265,19 +271,69 @@ void builtin_checks(const GateFile& gate, const Evidence& ev, std::vector<RuleOu
 
 }  // namespace
 
+const std::vector<VerdictWords>& verdict_table() {
+  static const std::vector<VerdictWords> t = {
+      {Verdict::accept, "ACCEPT", "accept", "accepted", true},
+      {Verdict::reject, "REJECT", "reject", "rejected", true},
+      {Verdict::inconclusive, "INCONCLUSIVE", "inconclusive", "inconclusive", true},
+      {Verdict::mistrusted, "MISTRUSTED", "mistrusted", "mistrusted", false},
+  };
+  return t;
+}
+
 const char* verdict_name(Verdict v) {
-  switch (v) {
-    case Verdict::accept: return "ACCEPT";
-    case Verdict::reject: return "REJECT";
-    case Verdict::inconclusive: return "INCONCLUSIVE";
-    case Verdict::mistrusted: return "MISTRUSTED";
-  }
+  for (const auto& w : verdict_table())
+    if (w.verdict == v) return w.name;
   return "?";
 }
 
-const std::vector<Verdict>& all_verdicts() {
-  static const std::vector<Verdict> v = {Verdict::accept, Verdict::reject, Verdict::inconclusive, Verdict::mistrusted};
-  return v;
+Verdict verdict_from_name(const std::string& name, const std::string& where) {
+  std::string known;
+  for (const auto& w : verdict_table()) {
+    if (name == w.name) return w.verdict;
+    known += (known.empty() ? "" : ", ") + std::string(w.name);
+  }
+  throw InputError(where + ": unknown verdict '" + name + "' (verdicts: " + known + ")");
+}
+
+void VerdictCounts::add(Verdict v) {
+  ++total;
+  for (auto& [w, n] : counts)
+    if (w->verdict == v) {
+      ++n;
+      return;
+    }
+  for (const auto& w : verdict_table())
+    if (w.verdict == v) counts.emplace_back(&w, 1);
+  // Keep the table's order whatever order the verdicts came in.
+  std::sort(counts.begin(), counts.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+}
+
+int VerdictCounts::of(Verdict v) const {
+  for (const auto& [w, n] : counts)
+    if (w->verdict == v) return n;
+  return 0;
+}
+
+nlohmann::json VerdictCounts::to_json() const {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [w, n] : counts) j[w->key] = n;
+  return j;
+}
+
+std::string VerdictCounts::text(bool names) const {
+  std::string s;
+  for (const auto& [w, n] : counts)
+    s += (s.empty() ? "" : ", ") + std::to_string(n) + " " + (names ? w->name : w->counted);
+  return s;
+}
+
+VerdictCounts count_verdicts(const std::vector<CandidateVerdict>& candidates) {
+  VerdictCounts c;
+  for (const auto& w : verdict_table())
+    if (w.always_counted) c.counts.emplace_back(&w, 0);
+  for (const auto& v : candidates) c.add(v.verdict);
+  return c;
 }
 
 const char* rule_status_name(RuleStatus s) {
@@ -404,13 +460,9 @@ nlohmann::json GateRun::to_json() const {
   j["context"] = context;
   if (!columns.empty()) j["columns"] = columns;
   j["candidates"] = nlohmann::json::array();
-  int acc = 0, rej = 0, inc = 0, mis = 0;
-  for (const auto& c : candidates) {
-    j["candidates"].push_back(c.to_json());
-    (c.verdict == Verdict::accept ? acc : c.verdict == Verdict::reject ? rej : c.verdict == Verdict::mistrusted ? mis : inc)++;
-  }
-  j["summary"] = {{"accept", acc}, {"reject", rej}, {"inconclusive", inc}, {"exit_code", exit_code()}};
-  if (mis) j["summary"]["mistrusted"] = mis;
+  for (const auto& c : candidates) j["candidates"].push_back(c.to_json());
+  j["summary"] = count_verdicts(candidates).to_json();
+  j["summary"]["exit_code"] = exit_code();
   return j;
 }
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gates/bootstrap.hpp"
@@ -20,9 +21,21 @@ namespace ts {
 // can do), so the candidate is neither accepted nor rejected; it fails the run.
 enum class Verdict { accept, reject, inconclusive, mistrusted };
 enum class RuleStatus { pass, fail, missing, inconclusive };
-const char* verdict_name(Verdict v);     // "ACCEPT", "REJECT", "INCONCLUSIVE", "MISTRUSTED"
-// Every verdict, in that order: the one list of the words C++ and Python speak.
-const std::vector<Verdict>& all_verdicts();
+// The one list of verdicts and their words, in this order: every report, batch record,
+// summary and the Python package (touchstone._core.Verdict, tables.VERDICTS) read it.
+struct VerdictWords {
+  Verdict verdict;
+  const char* name;     // "ACCEPT": reports, records, the results store
+  const char* key;      // "accept": summary counts in JSON, CSS classes
+  const char* counted;  // "accepted": summary prose ("2 accepted, 1 rejected")
+  // Summaries list the verdict even when no candidate got it; MISTRUSTED only when one did,
+  // so that the reports of runs without one read as they did before it existed.
+  bool always_counted;
+};
+const std::vector<VerdictWords>& verdict_table();
+const char* verdict_name(Verdict v);  // "ACCEPT", "REJECT", "INCONCLUSIVE", "MISTRUSTED"
+// InputError naming `where` for a word that is no verdict's name.
+Verdict verdict_from_name(const std::string& name, const std::string& where);
 const char* rule_status_name(RuleStatus s);  // "pass", "fail", "missing", "inconclusive"
 
 // Share of exact zeros in the candidate beyond the reference's share above
@@ -114,6 +127,18 @@ struct CandidateVerdict {
 
 // `repro` is kept only when the verdict is not ACCEPT.
 CandidateVerdict judge(const GateFile& gate, const Evidence& evidence, const std::string& repro);
+
+// Candidates per verdict, in verdict_table() order (those not always counted only when
+// present): what every summary line and summary object is made of.
+struct VerdictCounts {
+  std::vector<std::pair<const VerdictWords*, int>> counts;
+  int total = 0;
+  void add(Verdict v);
+  int of(Verdict v) const;
+  nlohmann::json to_json() const;  // {"accept": 2, "reject": 1, "inconclusive": 0[, "mistrusted": 1]}
+  std::string text(bool names) const;  // "2 accepted, 1 rejected, 0 inconclusive" / "2 ACCEPT, 1 REJECT, ..."
+};
+VerdictCounts count_verdicts(const std::vector<CandidateVerdict>& candidates);
 
 struct GateRun {
   GateFile gate;

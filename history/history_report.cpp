@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "gates/gate_file.hpp"
+#include "gates/report.hpp"
 
 namespace ts::history {
 namespace {
@@ -13,7 +14,6 @@ nlohmann::json opt(const std::optional<double>& v) {
   return v && std::isfinite(*v) ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
-std::string short_commit(const std::string& c) { return c.empty() ? "-" : c.substr(0, 10); }
 
 std::string percent(const std::optional<double>& rel) {
   if (!rel) return "from 0";
@@ -63,22 +63,31 @@ nlohmann::json series_head(const Series& s) {
           {"worse", s.sense.worse}};
 }
 
-std::string fit(std::string line, size_t width) {
-  if (line.size() <= width) return line;
-  size_t k = width >= 3 ? width - 3 : 0;
-  while (k > 0 && (static_cast<unsigned char>(line[k]) & 0xC0) == 0x80) --k;
-  return line.substr(0, k) + "...";
-}
+// Terminal text names the inputs in short: the fixture's identity as a prefix unique in the store.
+struct Names {
+  const HistoryView& v;
+  std::string commit(const std::string& c) const { return c.empty() ? "-" : v.short_commits(c); }
+  std::string fixture(const Series& s) const {
+    return s.fixture_identity ? "fixture " + v.short_fixtures(identity_digits(*s.fixture_identity))
+                              : s.fixture_label();
+  }
+  // The rule and its metric first: what a reader scans for, and what a narrow terminal must keep.
+  std::string rule(const Series& s) const {
+    std::string ids;
+    for (const auto& id : s.rule_ids) ids += (ids.empty() ? "" : ",") + id;
+    return ids + ": " + s.metric_label();
+  }
+  std::string where(const Series& s) const { return s.candidate + " | " + fixture(s) + " | gate " + s.gate; }
+};
 
-std::string series_title(const Series& s) {
+std::string series_title(const Names& n, const Series& s) {
   const std::string bound = s.points.empty() ? "" : s.points.back().bound;
-  return s.candidate + " | " + s.fixture_label() + " | gate " + s.gate + " | " + s.metric_label() +
-         (bound.empty() ? "" : " (" + bound + ")");
+  return n.rule(s) + (bound.empty() ? "" : " (" + bound + ")") + " | " + n.where(s);
 }
 
-std::string change_line(const Series& s, const Change& c) {
+std::string change_line(const Names& n, const Series& s, const Change& c) {
   const StoredFigure& p = s.points[c.index];
-  return "  change at #" + std::to_string(c.index + 1) + " (commit " + short_commit(p.commit) + ", " +
+  return "  change at #" + std::to_string(c.index + 1) + " (commit " + n.commit(p.commit) + ", " +
          p.recorded_at.substr(0, 19) + "): " + format_number(c.before, 6) + " -> " + format_number(c.after, 6) + " (" +
          percent(c.relative) + "), " + (c.regression ? "REGRESSION" : "improvement") +
          (s.detection.deterministic && s.detection.scatter == 0 ? ", exact" : ", z = " + format_number(c.z, 3));
@@ -180,13 +189,15 @@ std::string history_text(const HistoryView& v, size_t width) {
     points += s.points.size();
     nchanges += s.detection.changes.size();
   }
-  auto line = [&](const std::string& l) { o << fit(l, width) << "\n"; };
+  const Names n{v};
+  // Long lines wrap (continuations indented past the line's own indent), so nothing is cut.
+  auto line = [&](const std::string& l) { o << wrap_each_line(l, static_cast<int>(width)); };
   line(v.store + ": " + std::to_string(v.series.size()) + " series, " + std::to_string(points) + " figures, " +
        std::to_string(nchanges) + " change(s)");
   if (v.series.empty()) line("nothing recorded matches the filters");
   for (const Series& s : v.series) {
     o << "\n";
-    line(series_title(s));
+    line(series_title(n, s));
     if (v.since_last_accept) {
       const SinceAccept sa = since_last_accept(s);
       if (!sa.accepted) {
@@ -195,30 +206,30 @@ std::string history_text(const HistoryView& v, size_t width) {
         continue;
       }
       const StoredFigure& a = s.points[*sa.accepted];
-      line("  last ACCEPT #" + std::to_string(*sa.accepted + 1) + " (commit " + short_commit(a.commit) + ", " +
+      line("  last ACCEPT #" + std::to_string(*sa.accepted + 1) + " (commit " + n.commit(a.commit) + ", " +
            a.recorded_at.substr(0, 19) + "): " + format_number(*a.figure, 6) + "; latest " +
            format_number(*s.points.back().figure, 6) + " (" + percent(sa.relative) + ")");
       if (sa.changes.empty()) line("  no change since");
-      for (const Change& c : sa.changes) line(change_line(s, c));
+      for (const Change& c : sa.changes) line(change_line(n, s, c));
       continue;
     }
     char head[160];
-    std::snprintf(head, sizeof head, "  %4s  %-19s  %-10s  %12s  %10s  %-12s  %s", "#", "recorded (UTC)", "commit",
+    std::snprintf(head, sizeof head, "  %4s  %-19s  %-12s  %12s  %10s  %-12s  %s", "#", "recorded (UTC)", "commit",
                   "figure", "sigma", "status", "verdict");
     line(head);
     for (size_t i = 0; i < s.points.size(); ++i) {
       const StoredFigure& p = s.points[i];
       const bool exact = !s.within[i] && s.detection.scatter == 0;
       char row[200];
-      std::snprintf(row, sizeof row, "  %4zu  %-19s  %-10s  %12s  %10s  %-12s  %s", i + 1,
-                    p.recorded_at.substr(0, 19).c_str(), short_commit(p.commit).c_str(),
+      std::snprintf(row, sizeof row, "  %4zu  %-19s  %-12s  %12s  %10s  %-12s  %s", i + 1,
+                    p.recorded_at.substr(0, 19).c_str(), n.commit(p.commit).c_str(),
                     format_number(*p.figure, 6).c_str(), exact ? "exact" : format_number(s.detection.sigma[i], 3).c_str(),
                     p.status.c_str(), p.verdict.c_str());
       line(row);
     }
     if (s.missing) line("  " + std::to_string(s.missing) + " record(s) without a finite figure (missing or NaN), not plotted");
     if (s.detection.changes.empty()) line("  no change");
-    for (const Change& c : s.detection.changes) line(change_line(s, c));
+    for (const Change& c : s.detection.changes) line(change_line(n, s, c));
   }
   if (v.min_change) {
     const auto regs = regressions(v);
@@ -227,8 +238,8 @@ std::string history_text(const HistoryView& v, size_t width) {
       line("no regression: no series' latest change is a regression of " + percent(*v.min_change).substr(1) + " or more");
     for (const Series* s : regs) {
       const Change& c = s->detection.changes.back();
-      line("REGRESSION " + s->candidate + " | " + s->fixture_label() + " | " + s->gate + " | " + s->metric_label() + ": " +
-           percent(c.relative) + " at commit " + short_commit(s->points[c.index].commit));
+      line("REGRESSION " + n.rule(*s) + " " + percent(c.relative) + " at commit " +
+           n.commit(s->points[c.index].commit) + " | " + n.where(*s));
     }
   }
   return o.str();

@@ -476,6 +476,30 @@ std::vector<StoredFigure> load_figures(const Store& store, const Filters& f) {
   return out;
 }
 
+namespace {
+
+std::vector<std::string> distinct_texts(const Store& store, const char* sql) {
+  Stmt q(store.handle(), sql, store.path());
+  std::vector<std::string> out;
+  for (int attempt = 0;;) {
+    const int rc = sqlite3_step(q.get());
+    if (rc == SQLITE_DONE) return out;
+    if (busy(rc) && attempt++ < 2000) {
+      back_off(attempt);
+      continue;
+    }
+    if (rc != SQLITE_ROW) throw InputError(store.path() + ": cannot read the results store (" + sqlite3_errmsg(store.handle()) + ")");
+    out.push_back(col_text(q.get(), 0));
+  }
+}
+
+}  // namespace
+
+StoredIds stored_ids(const Store& store) {
+  return {distinct_texts(store, "SELECT DISTINCT fixture_identity FROM cases WHERE fixture_identity IS NOT NULL"),
+          distinct_texts(store, "SELECT DISTINCT commit_id FROM runs WHERE commit_id IS NOT NULL")};
+}
+
 int64_t count_cases(const Store& store) {
   Stmt q(store.handle(), "SELECT count(*) FROM cases", store.path());
   if (sqlite3_step(q.get()) != SQLITE_ROW) throw InputError(store.path() + ": cannot read table 'cases'");

@@ -74,6 +74,12 @@ struct Filters {
 
 // Every non-built-in rule's figure in record order (time, then run, case, rule).
 std::vector<StoredFigure> load_figures(const Store& store, const Filters& f);
+// Every fixture identity and commit the store holds, whatever the filters: what the short
+// identities `history` prints must tell apart (history/short_ids.hpp).
+struct StoredIds {
+  std::vector<std::string> fixtures, commits;
+};
+StoredIds stored_ids(const Store& store);
 // Rows of the cases table (the 20-writer test counts them).
 int64_t count_cases(const Store& store);
 

@@ -25,24 +25,25 @@ namespace {
 struct BackendKind {
   std::string name, description;
   bool emulation;
+  bool exact_reference;  // computes exact attention: its error against exact is 0 or rounding
 };
 
 const std::vector<BackendKind>& backend_kind_table() {
   static const std::vector<BackendKind> kinds = {
-      {"exact", "float64 reference attention (precision=fp64|fp32)", true},
-      {"sage2", "SageAttention 2.2.0 emulation (preset=" + sage2_preset_names("|") + ", any knob key=value)", true},
-      {"sol", "routed block-sparse attention (tau=1.3, precision=bf16|int8_qk|int8_qk_pv, ...)", true},
+      {"exact", "float64 reference attention (precision=fp64|fp32)", true, true},
+      {"sage2", "SageAttention 2.2.0 emulation (preset=" + sage2_preset_names("|") + ", any knob key=value)", true, false},
+      {"sol", "routed block-sparse attention (tau=1.3, precision=bf16|int8_qk|int8_qk_pv, ...)", true, false},
 #ifdef TOUCHSTONE_HAVE_CUDA
-      {"exact_cuda", "float64 reference attention on the CUDA device (this build has CUDA)", true},
+      {"exact_cuda", "float64 reference attention on the CUDA device (this build has CUDA)", true, true},
       {"sage2_cuda", "the sage2 emulation with its attention on the CUDA device, the host's bits "
-                     "(the knobs of sage2; quantised pipeline only)", true},
+                     "(the knobs of sage2; quantised pipeline only)", true, false},
       {"sol_cuda", "the sol emulation with its attention on the CUDA device: the host's routing; the host's "
-                   "bits for int8_qk_pv, within summation order for bf16 and int8_qk (the knobs of sol)", true},
+                   "bits for int8_qk_pv, within summation order for bf16 and int8_qk (the knobs of sol)", true, false},
 #endif
       {"stored", "an output stored in the fixture: stored:NAME reads /outputs/NAME/attention "
-                 "(stored:observed reads /attention/observed) and /timings/NAME", false},
+                 "(stored:observed reads /attention/observed) and /timings/NAME", false, false},
       {"plugin", "a kernel under test in a shared library (touchstone_kernel.h): plugin:PATH.so,key=value "
-                 "(keys go to the plugin; docs/plugins.md)", false},
+                 "(keys go to the plugin; docs/plugins.md)", false, false},
   };
   return kinds;
 }
@@ -62,6 +63,13 @@ bool is_emulation_spec(const std::string& spec) {
   const std::string kind = spec_kind(spec);
   for (const auto& k : backend_kind_table())
     if (k.name == kind) return k.emulation;
+  return false;
+}
+
+bool is_exact_reference_spec(const std::string& spec) {
+  const std::string kind = spec_kind(spec);
+  for (const auto& k : backend_kind_table())
+    if (k.name == kind) return k.exact_reference;
   return false;
 }
 

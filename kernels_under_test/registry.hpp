@@ -31,6 +31,9 @@ std::vector<std::pair<std::string, std::string>> attention_backend_kinds();
 // mirrors) rather than a kernel (stored:NAME, plugin:PATH): an emulation's
 // time says nothing of a kernel's, so speed rules leave it out (GateFile::time_emulations).
 bool is_emulation_spec(const std::string& spec);
+// Whether a spec computes exact attention (exact, exact_cuda, at any precision): a baseline of
+// no error of its own, against which a bound relative to the baseline's error bounds nothing.
+bool is_exact_reference_spec(const std::string& spec);
 
 // The block's implementations, in the same table style: "block" (the host
 // reference, reference/block.hpp) and, in a build with CUDA, "block_cuda"

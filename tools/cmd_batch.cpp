@@ -178,7 +178,16 @@ int run(const Opts& o) {
       for (const auto& c : plan.cases) all.push_back(c.id);
       say_resumed(o.reports, mo.skip, all, results);
     }
-    if (out.root) code = o.reports.emit(*out.report);
+    if (out.root) {
+      code = o.reports.emit(*out.report);
+      // mpirun words any non-zero exit of a rank as an aborted job; the batch's last line says
+      // first that it is the report's exit code (docs/batch.md "MPI").
+      if (code != ts::kPass)
+        (o.reports.any_stdout() ? std::cerr : std::cout)
+            << "touchstone batch: exit " << code
+            << (code == ts::kGateFailed ? " (not every case was ACCEPTed)" : " (bad input found while running)")
+            << ", the report's verdict, not a crash: mpirun reports it as 'the job has been aborted'" << std::endl;
+    }
     std::fflush(nullptr);
     ts::mpi_finish(out, code);
     return code;

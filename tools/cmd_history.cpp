@@ -56,6 +56,11 @@ int run(const Opts& o) {
   v.schema_version = store.schema_version();
   v.filters = f;
   v.series = ts::history::build_series(ts::history::load_figures(store, f));
+  const ts::history::StoredIds ids = ts::history::stored_ids(store);
+  std::vector<std::string> digits;
+  for (const auto& id : ids.fixtures) digits.push_back(ts::history::identity_digits(id));
+  v.short_fixtures = ts::history::ShortIds(digits);
+  v.short_commits = ts::history::ShortIds(ids.commits);
   v.since_last_accept = o.since_last_accept;
   if (o.regressions) v.min_change = o.min_change;
   if (o.json.on()) o.json.emit(ts::history::history_json(v).dump(2) + "\n");

@@ -96,10 +96,9 @@ PYBIND11_MODULE(_core, m) {
         "docs/metrics.md's metrics of a against b (and the breakdown by head, query block and frame "
         "when a /config is given) as JSON text");
 
-  py::enum_<ts::Verdict>(m, "Verdict")
-      .value("ACCEPT", ts::Verdict::accept)
-      .value("REJECT", ts::Verdict::reject)
-      .value("INCONCLUSIVE", ts::Verdict::inconclusive);
+  // Every verdict of the one table (gates/verdict.hpp), named as reports name them.
+  py::enum_<ts::Verdict> verdict(m, "Verdict");
+  for (const auto& v : ts::verdict_table()) verdict.value(v.name, v.verdict);
   py::enum_<ts::RuleStatus>(m, "RuleStatus")
       .value("pass_", ts::RuleStatus::pass)
       .value("fail", ts::RuleStatus::fail)

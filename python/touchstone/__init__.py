@@ -22,7 +22,7 @@ _EXPORTS = {
     "LAYOUTS": "layouts", "from_shd": "layouts", "to_shd": "layouts",
     "CLOCKS": "schema", "SCHEMA": "schema", "STAGES": "schema", "VERSION": "schema",
     "CaptureError": "schema", "attention_config": "schema", "full_config": "schema",
-    "stage_shape": "schema",
+    "stage_shape": "schema", "VERDICTS": "tables",
     "gate": "api", "compare": "api", "load_gate": "api", "validate_fixture": "api",
     "synthesize": "api", "extension_available": "api",
 }

@@ -70,9 +70,9 @@ def gate(fixture, candidates, *, gate, baseline=None, pairs=None, warmup=None, r
     """Runs, times and judges `candidates` (backend specs: "stored:NAME", "sol:tau=1.3",
     "plugin:PATH.so", ...) against `baseline` (default: the gate's) on a fixture, as
     `touchstone gate --fixture` does, and returns the GateRun: .candidates (CandidateVerdict:
-    .verdict "ACCEPT"/"REJECT"/"INCONCLUSIVE", .accepted, .outcomes of RuleOutcome: .id,
-    .status, .figure, .bound, .message), .exit_code, .render_terminal() / _junit() /
-    _markdown() / _html() / _json(). pairs, warmup, rotate: the timing flags (default
+    .verdict, one of touchstone.VERDICTS: "ACCEPT"/"REJECT"/"INCONCLUSIVE"/"MISTRUSTED";
+    .accepted, .outcomes of RuleOutcome: .id, .status, .figure, .bound, .message), .exit_code,
+    .render_terminal() / _junit() / _markdown() / _html() / _json(). pairs, warmup, rotate: the timing flags (default
     touchstone.tables.GATE_TIMING). accuracy_only: leave out the gate's speed rules (a CPU CI
     runner, where time means nothing), as `touchstone gate --accuracy-only`. Report paths given
     are written."""

@@ -48,6 +48,8 @@ METRICS = tuple(TABLES["metrics"])
 # gates/report.hpp: the width of text off a terminal (a pipe, a CI log), and the least one.
 TERMINAL_WIDTH = TABLES["terminal"]["default_width"]
 TERMINAL_MIN_WIDTH = TABLES["terminal"]["min_width"]
+# Every verdict a CandidateVerdict's .verdict can be, in C++'s order (gates/verdict.hpp).
+VERDICTS = tuple(TABLES["verdicts"])
 CONFIG_REQUIRED = tuple(TABLES["config"]["required"])
 # /config keys stored as int64 (the rest are float64 or text): as C++ writes them.
 CONFIG_INT_KEYS = tuple(k for k, v in next(iter(FIXTURE_PRESETS.values())).items()

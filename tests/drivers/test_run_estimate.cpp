@@ -66,13 +66,13 @@ TEST_CASE("run estimate: a gate with only stored outputs uses a stored exact, an
   store_exact_as(f, "cand");
   ts::GateRunOptions o;
   ::setenv("TOUCHSTONE_SLOW_LIMIT_S", "0", 1);
-  CHECK_THROWS_AS(ts::run_gate_on_fixture(ts::load_gate("sage_compat"), f, "stored:cand", {"stored:cand"}, o),
+  CHECK_THROWS_AS(ts::run_gate_on_fixture(ts::load_gate("sparse_acceptance"), f, "stored:cand", {"stored:cand"}, o),
                   ts::InputError);
   o.allow_slow = true;
-  CHECK(ts::run_gate_on_fixture(ts::load_gate("sage_compat"), f, "stored:cand", {"stored:cand"}, o).candidates.size() == 1);
+  CHECK(ts::run_gate_on_fixture(ts::load_gate("sparse_acceptance"), f, "stored:cand", {"stored:cand"}, o).candidates.size() == 1);
   o.allow_slow = false;
   store_exact_as(f, "exact_cuda");
-  const ts::GateRun r = ts::run_gate_on_fixture(ts::load_gate("sage_compat"), f, "stored:cand", {"stored:cand"}, o);
+  const ts::GateRun r = ts::run_gate_on_fixture(ts::load_gate("sparse_acceptance"), f, "stored:cand", {"stored:cand"}, o);
   CHECK(r.context["exact"]["spec"] == "stored:exact_cuda");
   ::unsetenv("TOUCHSTONE_SLOW_LIMIT_S");
 }

@@ -74,6 +74,35 @@ TEST_CASE("max_ratio_to_baseline against exact") {
   CHECK(outcome(m, "vs_exact").message.find("baseline rel_l2 vs exact") != std::string::npos);
 }
 
+TEST_CASE("max_ratio_to_baseline against a baseline of no error: not judged, never a REJECT of a good kernel") {
+  const GateFile g = gate_of(R"({"id": "vs_exact", "metric": "rel_l2", "against": "exact", "max_ratio_to_baseline": 1.5})");
+  Evidence e = with("exact", "rel_l2", 0.001654);  // a correct bf16 kernel
+  e.baseline_vs_exact["attention"]["rel_l2"] = 0.0;  // the baseline is the exact reference
+  const auto v = judge(g, e, "");
+  CHECK(v.verdict == Verdict::inconclusive);
+  CHECK(outcome(v, "vs_exact").status == RuleStatus::missing);
+  CHECK(outcome(v, "vs_exact").message.find("is 0: max_ratio_to_baseline bounds nothing") != std::string::npos);
+}
+
+TEST_CASE("one list of verdicts: names, parsing and the summaries' counts") {
+  std::vector<std::string> names;
+  for (const auto& w : verdict_table()) names.push_back(w.name);
+  CHECK(names == std::vector<std::string>{"ACCEPT", "REJECT", "INCONCLUSIVE", "MISTRUSTED"});
+  for (const auto& w : verdict_table()) CHECK(verdict_from_name(w.name, "r") == w.verdict);
+  CHECK_THROWS_WITH(verdict_from_name("MAYBE", "r.json"), Catch::Contains("unknown verdict 'MAYBE'"));
+  std::vector<CandidateVerdict> cs(3);
+  cs[0].verdict = Verdict::mistrusted;
+  cs[1].verdict = Verdict::accept;
+  cs[2].verdict = Verdict::mistrusted;
+  const VerdictCounts c = count_verdicts(cs);
+  CHECK(c.total == 3);
+  CHECK(c.text(false) == "1 accepted, 0 rejected, 0 inconclusive, 2 mistrusted");
+  CHECK(c.text(true) == "1 ACCEPT, 0 REJECT, 0 INCONCLUSIVE, 2 MISTRUSTED");
+  CHECK(c.to_json() == nlohmann::json{{"accept", 1}, {"reject", 0}, {"inconclusive", 0}, {"mistrusted", 2}});
+  // Without a MISTRUSTED candidate the summaries read as they did before it existed.
+  CHECK(count_verdicts({cs[1]}).text(false) == "1 accepted, 0 rejected, 0 inconclusive");
+}
+
 TEST_CASE("ulp_max and nonfinite rules (bit_exact)") {
   const GateFile g = load_gate("bit_exact");
   Evidence e = with("baseline", "ulp_max", 0);

@@ -124,7 +124,7 @@ TEST_CASE("history --json: 40 runs, rel_l2 +3 % at run 25 and time +10 % at run 
   // The latest change of both series regresses by more than 2 %: the CI check fails.
   auto reg = ts::test::run_cli("history " + db + " --regressions");
   CHECK(reg.code == 1);
-  CHECK(reg.out.find("REGRESSION sol:tau=1.3") != std::string::npos);
+  CHECK(reg.out.find("REGRESSION sage_like: rel_l2 vs baseline +3.00 % at commit c25 | sol:tau=1.3") != std::string::npos);
   reg = ts::test::run_cli("history " + db + " --regressions --min-change 0.2");
   CHECK(reg.code == 0);
   // Filters: one metric only.

@@ -77,3 +77,13 @@ def test_without_the_extension_the_package_reads_tables_json():
     r = subprocess.run([sys.executable, "-c", "from touchstone import tables; print(tables.SOURCE)"],
                        capture_output=True, text=True, env=env)
     assert r.stdout.strip().endswith("tables.json"), r.stderr
+
+
+def test_the_verdicts_are_cs_one_list():
+    """Every verdict C++ gives, MISTRUSTED included, from the one table: tables.json, the
+    extension's table and its Verdict enum agree."""
+    assert touchstone.VERDICTS == tables.VERDICTS == ("ACCEPT", "REJECT", "INCONCLUSIVE", "MISTRUSTED")
+    core = _native.core()
+    if core is None:
+        pytest.skip(f"no extension: {_native.why_not()}")
+    assert tuple(core.Verdict.__members__) == tables.VERDICTS

@@ -122,3 +122,13 @@ def test_bad_input_names_the_users_fixture_not_the_working_copy(tiny_fixture):
     with pytest.raises(touchstone.CaptureError) as e:
         assert_gate(tiny_fixture, "stored:no_such_output", gate="sage_compat")
     assert tiny_fixture in str(e.value) and "touchstone-assert-" not in str(e.value), str(e.value)
+
+
+def test_the_exact_reference_as_baseline_of_a_ratio_rule_is_bad_input(tiny_fixture):
+    """sage_compat bounds the error against exact by 1.5 x the baseline's own: against exact itself
+    that is 0, so a correct kernel would be REJECTed; the baseline is refused instead."""
+    with pytest.raises(touchstone.CaptureError) as e:
+        assert_gate(tiny_fixture, good_attention, gate="sage_compat", baseline="exact")
+    msg = str(e.value)
+    assert "'vs_exact'" in msg and "e.g. sage2:preset=" in msg and "\n" not in msg
+    assert assert_gate(tiny_fixture, good_attention, gate="sage_compat", baseline="sage2").accepted

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +17,8 @@
 
 #include "catch.hpp"
 #include "cli_runner.hpp"
+#include "fixtures/fixture.hpp"
+#include "text_lines.hpp"
 
 namespace fs = std::filesystem;
 
@@ -280,4 +283,77 @@ TEST_CASE("touchstone batch under mpirun: a rank killed mid-run keeps the other'
   INFO(again.err);
   CHECK(again.code == 1);
   CHECK(normalised(d + "/kill-resumed.json")["runs"] == normalised(d + "/one.json")["runs"]);
+}
+
+TEST_CASE("touchstone batch: group rules keep their worst group however the plan ran, as gate --json has it") {
+  const std::string d = plan_dir();
+  // sage_compat's group rules name a worst head, query block and frame; bit_exact REJECTs.
+  const std::string p = write_plan("worst.json", R"({"schema": "touchstone.plan/1", "fixtures": ["fx1.h5", "fx2.h5"],
+    "gates": ["sage_compat", "bit_exact"], "candidates": ["sage2:preset=sm90", "sol:tau=1.3"]})");
+  const Result one = cli("batch " + p + " --workers 1 --results " + d + "/w1" + reports(d + "/worst-one"));
+  INFO(one.err);
+  REQUIRE(one.code == 1);
+  const auto j = normalised(d + "/worst-one.json");
+  const Result g = cli("gate --gate sage_compat --fixture " + d + "/fx1.h5 --candidate sage2:preset=sm90 "
+                       "--candidate sol:tau=1.3 --json " + d + "/worst-g1.json");
+  REQUIRE((g.code == 0 || g.code == 1));
+  const auto gj = nlohmann::json::parse(read_file(d + "/worst-g1.json"));
+  REQUIRE(gj["candidates"][0]["rules"][3]["id"] == "head_vs_exact");
+  REQUIRE(gj["candidates"][0]["rules"][3].contains("worst"));
+  CHECK(j["runs"][0] == gj);
+
+  REQUIRE(cli("batch " + p + " --workers 2 --results " + d + "/w2" + reports(d + "/worst-two")).code == 1);
+  same_reports(d + "/worst-one", d + "/worst-two");
+  if (!have_mpi()) {
+    WARN("SKIPPED: mpirun or a touchstone built with MPI is absent");
+    return;
+  }
+  // Under mpirun rank 0 judges its share in-process, rank 1's arrives as records: one report still.
+  const Result m = shell(kMpirun + " -np 2 " + TOUCHSTONE_CLI + " batch " + p + " --results " + d + "/wm" +
+                         reports(d + "/worst-mpi"));
+  INFO(m.out << m.err);
+  CHECK(m.code == 1);
+  same_reports(d + "/worst-one", d + "/worst-mpi");
+  // A REJECT ends the job through mpirun's "the job has been aborted": the batch's last line says
+  // first that this is its verdict's exit code, not a crash.
+  const auto out = ts::test::lines_of(m.out);
+  REQUIRE(!out.empty());
+  CHECK(out.back().find("exit 1 (not every case was ACCEPTed), the report's verdict, not a crash") != std::string::npos);
+}
+
+TEST_CASE("touchstone batch: a MISTRUSTED case is kept by its record, the summary, --resume and merge") {
+  const std::string d = plan_dir();
+  const std::string f = d + "/mistrust.h5";
+  REQUIRE(cli("fixture synth --preset tiny --seed 11 -o " + f + " --force").code == 0);
+  REQUIRE(cli("reference " + f + " --backend exact").code == 0);
+  ts::Tensor base = ts::read_tensor(f, "/outputs/exact/attention");
+  base.data[5] = std::nan("");
+  ts::append_datasets(f, {{"/outputs/nanbase/attention", base, ts::output_attrs("nanbase", {}, std::nullopt)}});
+  // A baseline holding NaN: nothing trustworthy to judge against, whatever the candidate.
+  write_plan("mistrust-gate.json", R"({"schema": "touchstone.gate/1", "name": "close", "rules": [
+    {"id": "close", "metric": "rel_l2", "against": "baseline", "max": 1}]})");
+  const std::string p = write_plan("mistrust.json", R"({"schema": "touchstone.plan/1", "fixtures": ["mistrust.h5"],
+    "gates": ["mistrust-gate.json"], "baselines": ["stored:nanbase"], "candidates": ["sage2", "sage2:preset=sm90"]})");
+  const Result r = cli("batch " + p + " --workers 1 --json " + d + "/mistrust-one.json");
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 1);
+  const auto j = normalised(d + "/mistrust-one.json");
+  CHECK(j["summary"]["mistrusted"] == 2);
+  CHECK(j["summary"]["judged"] == 2);
+  CHECK(j["summary"]["not_judged"] == 0);
+  CHECK(j["runs"][0]["candidates"][0]["verdict"] == "MISTRUSTED");
+  CHECK(j["runs"][0]["summary"]["mistrusted"] == 2);
+  CHECK(r.out.find("batch mistrust: 2 cases, 0 ACCEPT, 0 REJECT, 0 INCONCLUSIVE, 2 MISTRUSTED, 0 not judged") !=
+        std::string::npos);
+  CHECK(r.out.find("summary: 0 accepted, 0 rejected, 0 inconclusive, 2 mistrusted; exit code 1") != std::string::npos);
+
+  const Result resumed = cli("batch " + p + " --resume --json " + d + "/mistrust-resumed.json");
+  INFO(resumed.err);
+  CHECK(resumed.code == 1);
+  CHECK(normalised(d + "/mistrust-resumed.json") == j);
+  REQUIRE(cli("batch " + p + " --shard 0/1 --results " + d + "/mistrust-r0 -o " + d + "/mistrust-s0.json").code == 1);
+  const Result merged = cli("batch merge " + d + "/mistrust-s0.json -o " + d + "/mistrust-merged.json");
+  INFO(merged.err);
+  CHECK(merged.code == 1);
+  CHECK(normalised(d + "/mistrust-merged.json") == j);
 }

@@ -237,3 +237,26 @@ TEST_CASE("gate CLI: running backends on a fixture") {
   CHECK(r.err.find("no dataset /outputs/nosuch/attention") != std::string::npos);
   fs::remove_all(scratch());
 }
+
+TEST_CASE("gate CLI: the exact reference as baseline of a ratio rule is bad input naming the rules and what to use") {
+  fs::create_directories(scratch());  // an earlier case may have emptied it
+  const std::string f = scratch() + "/exact_baseline.h5";
+  REQUIRE(cli("fixture synth --preset tiny --seed 3 -o " + f + " --force").code == 0);
+  REQUIRE(cli("reference " + f + " --backend exact").code == 0);
+  // A relative bound against exact's own error (0) would REJECT every kernel but exact itself.
+  for (const char* base : {"exact", "exact:precision=fp32", "stored:exact"}) {
+    const std::string j = scratch() + "/exact_baseline.json";
+    fs::remove(j);
+    const Result r = cli("gate --gate sage_compat --fixture " + f + " --baseline " + base + " --candidate sage2 --json " + j);
+    INFO(base << ": " << r.out << r.err);
+    CHECK(r.code == 2);
+    CHECK(lines(r.err) == 1);
+    CHECK(r.err.find("rule(s) 'vs_exact', 'head_vs_exact', 'qblock_vs_exact', 'frame_vs_exact'") != std::string::npos);
+    CHECK(r.err.find("e.g. sage2:preset=") != std::string::npos);
+    CHECK(r.out.empty());
+    CHECK_FALSE(fs::exists(j));
+  }
+  // A gate without such a rule takes the exact baseline, and the emulation as baseline still judges.
+  CHECK(cli("gate --gate bit_exact --fixture " + f + " --baseline exact --candidate exact").code == 0);
+  CHECK(cli("gate --gate sage_compat --fixture " + f + " --baseline sage2 --candidate exact").code == 0);
+}
