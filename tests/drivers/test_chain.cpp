@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "catch.hpp"
+#include "core/error.hpp"
 #include "drivers/chain.hpp"
 #include "drivers/chain_policy.hpp"
 #include "drivers/chain_schedule.hpp"
