@@ -73,6 +73,14 @@ bool is_stored_spec(const std::string& spec) { return spec.rfind("stored:", 0) =
 
 // The geometry of a fixture's attention without its values: all a stored
 // output's reader asks of the problem.
+// A backend's output: a stored one as the file holds it, others as computed.
+HeldTensor run_held(AttentionBackend& b, const AttentionProblem& p) {
+  HeldTensor out;
+  if (b.is_stored()) out.stored = b.run_stored(p);
+  if (!out.stored) out.dense = b.run(p).out;
+  return out;
+}
+
 AttentionProblem shape_only_problem(const Fixture& fx) {
   AttentionProblem p;
   for (auto [view, t] : {std::pair{&p.q, &fx.q}, std::pair{&p.k, &fx.k}, std::pair{&p.v, &fx.v}}) {
@@ -184,11 +192,17 @@ class FixtureProvider final : public EvidenceProvider {
     if (st.previous) cand->continue_from(*st.previous);
     const auto t0 = Clock::now();
     try {
-      AttentionResult res = cand->run(st.problem);
+      HeldTensor out;
+      AttentionResult res;
+      if (cand->is_stored()) out.stored = cand->run_stored(st.problem);
+      if (!out.stored) {
+        res = cand->run(st.problem);
+        out.dense = std::move(res.out);
+      }
       fig.wall_ms = ms_since(t0);
       fig.stats = res.stats;
       fig.density = number_of(res.stats, "density");
-      add_accuracy_evidence(ev, "attention", res.out, base.out, st.exact_out, base.vs_exact, groups(st));
+      add_accuracy_evidence(ev, "attention", out.ref(), base.out.ref(), st.exact_out.ref(), base.vs_exact, groups(st));
       if (base.metrics.nonfinite > 0)
         ev.mistrusted.push_back("the baseline '" + c.baseline + "' has " + std::to_string(base.metrics.nonfinite) +
                                 " non-finite values: nothing trustworthy to judge against");
@@ -243,7 +257,7 @@ class FixtureProvider final : public EvidenceProvider {
  private:
   struct Baseline {
     std::unique_ptr<AttentionBackend> backend;
-    Tensor out;
+    HeldTensor out;
     Figures vs_exact;  // the baseline against exact, per group when the gate reads groups
     MetricSet metrics;
   };
@@ -253,8 +267,8 @@ class FixtureProvider final : public EvidenceProvider {
     AttentionProblem problem;
     BackendContext ctx;
     ExactChoice exact;
-    Tensor exact_out;
-    int64_t exact_nonfinite = 0;
+    HeldTensor exact_out;
+    int64_t exact_nonfinite = 0;  // -1: not counted yet (a stored exact: the first baseline's figures count it)
     bool exact_done = false;
     std::map<std::string, Baseline> baselines;
     std::optional<SpeedMeasurer> measurer;
@@ -287,12 +301,13 @@ class FixtureProvider final : public EvidenceProvider {
     return *state_;
   }
 
-  const Tensor& exact(State& st) {
+  const HeldTensor& exact(State& st) {
     if (!st.exact_done) {
       auto b = make_attention_backend(st.exact.spec, st.ctx);
       const auto t0 = Clock::now();
-      st.exact_out = b->run(st.problem).out;
-      for (double x : st.exact_out.data) st.exact_nonfinite += !std::isfinite(x);
+      st.exact_out = run_held(*b, st.problem);
+      if (st.exact_out.stored) st.exact_nonfinite = -1;
+      else for (double x : st.exact_out.dense.data) st.exact_nonfinite += !std::isfinite(x);
       exact_runs_[st.path] = {{"name", b->name()}, {"ms", ms_since(t0)}};
       st.exact_done = true;
     }
@@ -302,20 +317,28 @@ class FixtureProvider final : public EvidenceProvider {
   Baseline& baseline(State& st, const std::string& spec) {
     auto it = st.baselines.find(spec);
     if (it != st.baselines.end()) return it->second;
-    const Tensor& ex = exact(st);
+    const HeldTensor& ex = exact(st);
     Baseline b;
     b.backend = make_attention_backend(spec, st.ctx);
     const auto t0 = Clock::now();
     try {
-      b.out = b.backend->run(st.problem).out;
+      b.out = run_held(*b.backend, st.problem);
     } catch (const InputError&) {
       throw;
     } catch (const std::exception& e) {
       throw InputError("baseline '" + spec + "' failed: " + e.what());
     }
     const double base_ms = ms_since(t0);
-    b.metrics = compute_metrics(b.out, ex);
-    b.vs_exact = groups(st) ? accuracy_figures(b.out, ex, groups(st)) : metric_map(b.metrics);
+    // With groups, one pass gives both: the breakdown's overall figures are compute_metrics' bits.
+    if (groups(st) && b.out.ref().rank() == 3) {
+      const MetricBreakdown br = compute_breakdown(b.out.ref(), ex.ref(), *groups(st));
+      b.metrics = br.overall;
+      b.vs_exact = metric_map(br);
+    } else {
+      b.metrics = compute_metrics(b.out.ref(), ex.ref());
+      b.vs_exact = groups(st) ? accuracy_figures(b.out.ref(), ex.ref(), groups(st)) : metric_map(b.metrics);
+    }
+    if (st.exact_nonfinite < 0) st.exact_nonfinite = b.metrics.nonfinite_ref;
     for (const auto& r : gate_.rules) {
       const auto f = b.vs_exact.find(r.metric);
       if (r.max_ratio_to_baseline && f != b.vs_exact.end() && f->second && *f->second == 0)
@@ -324,7 +347,7 @@ class FixtureProvider final : public EvidenceProvider {
     nlohmann::json& ctx = contexts_[st.path];
     if (ctx.empty())
       ctx = {{"fixture", st.path},
-             {"shape", ex.shape_string()},
+             {"shape", ex.ref().shape_string()},
              {"baseline_backend", b.backend->name()},
              {"exact", {{"spec", st.exact.spec}, {"why", st.exact.why}}},
              {"baseline_vs_exact", b.metrics.to_json()}};

@@ -5,17 +5,17 @@
 namespace ts {
 namespace {
 
-bool has_breakdown(const Tensor& a, const BlockConfig* config) { return config && a.rank() == 3; }
+bool has_breakdown(TensorRef a, const BlockConfig* config) { return config && a.rank() == 3; }
 
 }  // namespace
 
-Figures accuracy_figures(const Tensor& a, const Tensor& b, const BlockConfig* config) {
+Figures accuracy_figures(TensorRef a, TensorRef b, const BlockConfig* config) {
   if (has_breakdown(a, config)) return metric_map(compute_breakdown(a, b, *config));
   return metric_map(compute_metrics(a, b));
 }
 
-void add_accuracy_evidence(Evidence& ev, const std::string& tensor, const Tensor& candidate,
-                           const Tensor& baseline, const Tensor& exact, const Figures& baseline_vs_exact,
+void add_accuracy_evidence(Evidence& ev, const std::string& tensor, TensorRef candidate,
+                           TensorRef baseline, TensorRef exact, const Figures& baseline_vs_exact,
                            const BlockConfig* config) {
   if (has_breakdown(candidate, config)) {
     const MetricBreakdown vb = compute_breakdown(candidate, baseline, *config);

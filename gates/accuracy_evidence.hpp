@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/block_config.hpp"
+#include "core/stored_tensor.hpp"
 #include "core/tensor.hpp"
 #include "gates/verdict.hpp"
 
@@ -15,7 +16,7 @@ namespace ts {
 
 // metric_map() of a against b; with `config` and a rank-3 tensor, the
 // breakdown's (metric_map(MetricBreakdown)) instead.
-Figures accuracy_figures(const Tensor& a, const Tensor& b, const BlockConfig* config);
+Figures accuracy_figures(TensorRef a, TensorRef b, const BlockConfig* config);
 
 // Fills ev.vs_baseline[tensor], ev.vs_exact[tensor] and
 // ev.baseline_vs_exact[tensor] (the latter computed once per run with
@@ -24,8 +25,8 @@ Figures accuracy_figures(const Tensor& a, const Tensor& b, const BlockConfig* co
 // worst_vs_exact (the three worst groups, each ranked against its own
 // reference), and ev.worst_vs_baseline / worst_vs_exact, from which a
 // failing group rule names its worst group.
-void add_accuracy_evidence(Evidence& ev, const std::string& tensor, const Tensor& candidate,
-                           const Tensor& baseline, const Tensor& exact, const Figures& baseline_vs_exact,
+void add_accuracy_evidence(Evidence& ev, const std::string& tensor, TensorRef candidate,
+                           TensorRef baseline, TensorRef exact, const Figures& baseline_vs_exact,
                            const BlockConfig* config);
 
 }  // namespace ts

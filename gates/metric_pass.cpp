@@ -172,17 +172,27 @@ void add_row(const VRow& r, int k, int64_t n, Sums& to) {
   if (r.umax[k] > to.ulp_max) to.ulp_max = r.umax[k];
 }
 
-TS_LANE V gather(const double* p, const int64_t* base, int64_t j) {
-  return V{p[base[0] + j], p[base[1] + j], p[base[2] + j], p[base[3] + j]};
-}
+TS_LANE V gather(const double* const* p, int64_t j) { return V{p[0][j], p[1][j], p[2][j], p[3][j]}; }
 
-// W whole chunks starting at chunk c0, side by side.
+// Elements per lane that a chunk group converts at a time: a stored
+// operand's tiles stay in the core's cache.
+constexpr int64_t kTile = 2048;
+
+// W whole chunks starting at chunk c0, side by side; scratch: 2 W kTile doubles.
 template <UlpKind K>
-TS_LANE void chunk_group_body(const double* a, const double* b, int64_t c0, DType storage, Sums* chunks) {
-  const int64_t base[W] = {c0 * kChunk, (c0 + 1) * kChunk, (c0 + 2) * kChunk, (c0 + 3) * kChunk};
+TS_LANE void chunk_group_body(const TensorRef& a, const TensorRef& b, int64_t c0, DType storage, Sums* chunks,
+                              double* scratch) {
   VSums s;
   VRow row;
-  for (int64_t j = 0; j < kChunk; ++j) add(s, element<K>(gather(a, base, j), gather(b, base, j), row, storage));
+  for (int64_t t0 = 0; t0 < kChunk; t0 += kTile) {
+    const double* pa[W];
+    const double* pb[W];
+    for (int k = 0; k < W; ++k) {
+      pa[k] = a.values((c0 + k) * kChunk + t0, kTile, scratch + k * kTile);
+      pb[k] = b.values((c0 + k) * kChunk + t0, kTile, scratch + (W + k) * kTile);
+    }
+    for (int64_t j = 0; j < kTile; ++j) add(s, element<K>(gather(pa, j), gather(pb, j), row, storage));
+  }
   for (int k = 0; k < W; ++k) {
     Sums& out = chunks[c0 + k];
     out = Sums{};
@@ -194,10 +204,10 @@ TS_LANE void chunk_group_body(const double* a, const double* b, int64_t c0, DTyp
 // Plain functions, not templates, carry the instruction set: GCC 12 did not
 // realign the stack for 32-byte vectors in a function template with a target
 // attribute (a misaligned spill crashed).
-using ChunkGroup = void (*)(const double*, const double*, int64_t, DType, Sums*);
-#define TS_CHUNK_GROUP(K, name, target)                                                   \
-  target void name(const double* a, const double* b, int64_t c0, DType storage, Sums* chunks) { \
-    chunk_group_body<UlpKind::K>(a, b, c0, storage, chunks);                                 \
+using ChunkGroup = void (*)(const TensorRef&, const TensorRef&, int64_t, DType, Sums*, double*);
+#define TS_CHUNK_GROUP(K, name, target)                                                                    \
+  target void name(const TensorRef& a, const TensorRef& b, int64_t c0, DType storage, Sums* chunks, double* scratch) { \
+    chunk_group_body<UlpKind::K>(a, b, c0, storage, chunks, scratch);                                         \
   }
 #define TS_AVX2 [[gnu::target("avx2")]]
 #define TS_SSE2
@@ -225,20 +235,26 @@ bool has_avx2() {
 }
 
 template <UlpKind K>
-void chunk_sums_of(const double* a, const double* b, int64_t n, DType storage, Sums* chunks) {
+void chunk_sums_of(const TensorRef& a, const TensorRef& b, int64_t n, DType storage, Sums* chunks) {
   const int64_t count = (n + kChunk - 1) / kChunk;
   const int64_t groups = n / kChunk / W;
   const ChunkGroup avx2[] = {chunk_bf16_avx2, chunk_f16_avx2, chunk_f32_avx2, chunk_scalar_avx2};
   const ChunkGroup sse2[] = {chunk_bf16_sse2, chunk_f16_sse2, chunk_f32_sse2, chunk_scalar_sse2};
   const ChunkGroup group = (has_avx2() ? avx2 : sse2)[static_cast<int>(K)];
-#pragma omp parallel for schedule(static)
-  for (int64_t g = 0; g < groups; ++g) group(a, b, g * W, storage, chunks);
-#pragma omp parallel for schedule(static)
-  for (int64_t c = groups * W; c < count; ++c) {
-    Sums& s = chunks[c];
-    s = Sums{};
-    const int64_t end = std::min(n, (c + 1) * kChunk);
-    for (int64_t i = c * kChunk; i < end; ++i) s.add(a[i], b[i], storage);
+#pragma omp parallel
+  {
+    const std::unique_ptr<double[]> scratch(new double[static_cast<size_t>(std::max<int64_t>(2 * W * kTile, 2 * kChunk))]);
+#pragma omp for schedule(static)
+    for (int64_t g = 0; g < groups; ++g) group(a, b, g * W, storage, chunks, scratch.get());
+#pragma omp for schedule(static)
+    for (int64_t c = groups * W; c < count; ++c) {
+      Sums& s = chunks[c];
+      s = Sums{};
+      const int64_t first = c * kChunk, len = std::min(n, (c + 1) * kChunk) - first;
+      const double* pa = a.values(first, len, scratch.get());
+      const double* pb = b.values(first, len, scratch.get() + kChunk);
+      for (int64_t i = 0; i < len; ++i) s.add(pa[i], pb[i], storage);
+    }
   }
 }
 
@@ -249,11 +265,12 @@ struct Shape {
 
 // W whole query blocks starting at block q0, side by side: every lane's
 // head, frame and (with chunks) stretch sums in its own index order.
+// scratch: 2 W H D doubles (one token row of each lane's block, both operands).
 template <UlpKind K>
-TS_LANE void block_group_body(const double* a, const double* b, const Shape& sh, int64_t q0, const int64_t* frame_of,
-                              DType storage, Sums* head_sums, Sums* frame_sums, Sums* chunks,
-                              VSums* heads) {
-  const int64_t H = sh.H, D = sh.D, slots = sh.frames + 1;
+TS_LANE void block_group_body(const TensorRef& a, const TensorRef& b, const Shape& sh, int64_t q0,
+                              const int64_t* frame_of, DType storage, Sums* head_sums, Sums* frame_sums,
+                              Sums* chunks, VSums* heads, double* scratch) {
+  const int64_t H = sh.H, D = sh.D, slots = sh.frames + 1, row_elems = H * D;
   int64_t base[W];
   for (int k = 0; k < W; ++k) base[k] = (q0 + k) * sh.block_elems();
   std::fill(heads, heads + sh.H, VSums{});
@@ -267,6 +284,12 @@ TS_LANE void block_group_body(const double* a, const double* b, const Shape& sh,
       load_lane(frame_sums[(q0 + k) * slots + f], frame, k);
       cur[k] = f;
     }
+    const double* ra[W];
+    const double* rb[W];
+    for (int k = 0; k < W; ++k) {
+      ra[k] = a.values(base[k] + sr * row_elems, row_elems, scratch + k * row_elems);
+      rb[k] = b.values(base[k] + sr * row_elems, row_elems, scratch + (W + k) * row_elems);
+    }
     for (int64_t h = 0; h < H; ++h) {
       const int64_t j0 = (sr * H + h) * D;
       if (chunks && j0 > 0 && j0 % kChunk == 0) {
@@ -276,7 +299,7 @@ TS_LANE void block_group_body(const double* a, const double* b, const Shape& sh,
       VSums& head = heads[static_cast<size_t>(h)];
       VRow row;
       for (int64_t d = 0; d < D; ++d) {
-        const Element e = element<K>(gather(a, base, j0 + d), gather(b, base, j0 + d), row, storage);
+        const Element e = element<K>(gather(ra, h * D + d), gather(rb, h * D + d), row, storage);
         add(head, e);
         add(frame, e);
         if (chunks) add(chunk, e);
@@ -295,13 +318,13 @@ TS_LANE void block_group_body(const double* a, const double* b, const Shape& sh,
   }
 }
 
-#define TS_BLOCK_GROUP_ARGS                                                                               \
-  const double *a, const double *b, const Shape &sh, int64_t q0, const int64_t *frame_of, DType storage, \
-      Sums *head_sums, Sums *frame_sums, Sums *chunks, VSums *heads
+#define TS_BLOCK_GROUP_ARGS                                                                                 \
+  const TensorRef &a, const TensorRef &b, const Shape &sh, int64_t q0, const int64_t *frame_of, DType storage, \
+      Sums *head_sums, Sums *frame_sums, Sums *chunks, VSums *heads, double *scratch
 using BlockGroup = void (*)(TS_BLOCK_GROUP_ARGS);
 #define TS_BLOCK_GROUP(K, name, target)                                                      \
   target void name(TS_BLOCK_GROUP_ARGS) {                                                    \
-    block_group_body<UlpKind::K>(a, b, sh, q0, frame_of, storage, head_sums, frame_sums, chunks, heads); \
+    block_group_body<UlpKind::K>(a, b, sh, q0, frame_of, storage, head_sums, frame_sums, chunks, heads, scratch); \
   }
 TS_BLOCK_GROUP(bf16, block_bf16_avx2, TS_AVX2)
 TS_BLOCK_GROUP(f16, block_f16_avx2, TS_AVX2)
@@ -315,9 +338,9 @@ TS_BLOCK_GROUP(scalar, block_scalar_sse2, TS_SSE2)
 #undef TS_BLOCK_GROUP_ARGS
 
 template <UlpKind K>
-void breakdown_sums_of(const double* a, const double* b, const Shape& sh, const int64_t* frame_of, DType storage,
-                       Sums* head_sums, Sums* frame_sums, Sums* chunks) {
-  const int64_t H = sh.H, D = sh.D, slots = sh.frames + 1;
+void breakdown_sums_of(const TensorRef& a, const TensorRef& b, const Shape& sh, const int64_t* frame_of,
+                       DType storage, Sums* head_sums, Sums* frame_sums, Sums* chunks) {
+  const int64_t H = sh.H, D = sh.D, slots = sh.frames + 1, row_elems = H * D;
   const int64_t blocks = (sh.S + kQueryBlock - 1) / kQueryBlock;
   const int64_t groups = sh.S / kQueryBlock / W;
   const BlockGroup avx2[] = {block_bf16_avx2, block_f16_avx2, block_f32_avx2, block_scalar_avx2};
@@ -327,22 +350,26 @@ void breakdown_sums_of(const double* a, const double* b, const Shape& sh, const 
   {
     // A new-expression takes the vectors' 32-byte alignment; std::vector's allocator did not here.
     const std::unique_ptr<VSums[]> heads(new VSums[static_cast<size_t>(H)]);
+    const std::unique_ptr<double[]> scratch(new double[static_cast<size_t>(2 * W * row_elems)]);
 #pragma omp for schedule(static)
     for (int64_t g = 0; g < groups; ++g)
-      group(a, b, sh, g * W, frame_of, storage, head_sums, frame_sums, chunks, heads.get());
-  }
-#pragma omp parallel for schedule(static)
-  for (int64_t blk = groups * W; blk < blocks; ++blk) {
-    const int64_t end = std::min(sh.S, (blk + 1) * kQueryBlock);
-    for (int64_t s = blk * kQueryBlock; s < end; ++s) {
-      Sums& fa = frame_sums[blk * slots + frame_of[s]];
-      for (int64_t h = 0; h < H; ++h) {
-        Sums& ha = head_sums[blk * H + h];
-        const int64_t base = (s * H + h) * D;
-        for (int64_t d = 0; d < D; ++d) {
-          ha.add(a[base + d], b[base + d], storage);
-          fa.add(a[base + d], b[base + d], storage);
-          if (chunks) chunks[(base + d) / kChunk].add(a[base + d], b[base + d], storage);
+      group(a, b, sh, g * W, frame_of, storage, head_sums, frame_sums, chunks, heads.get(), scratch.get());
+#pragma omp for schedule(static)
+    for (int64_t blk = groups * W; blk < blocks; ++blk) {
+      const int64_t end = std::min(sh.S, (blk + 1) * kQueryBlock);
+      for (int64_t s = blk * kQueryBlock; s < end; ++s) {
+        Sums& fa = frame_sums[blk * slots + frame_of[s]];
+        const double* ra = a.values(s * row_elems, row_elems, scratch.get());
+        const double* rb = b.values(s * row_elems, row_elems, scratch.get() + row_elems);
+        for (int64_t h = 0; h < H; ++h) {
+          Sums& ha = head_sums[blk * H + h];
+          const int64_t base = (s * H + h) * D;
+          for (int64_t d = 0; d < D; ++d) {
+            const double x = ra[h * D + d], y = rb[h * D + d];
+            ha.add(x, y, storage);
+            fa.add(x, y, storage);
+            if (chunks) chunks[(base + d) / kChunk].add(x, y, storage);
+          }
         }
       }
     }
@@ -356,7 +383,7 @@ bool& scalar_lanes_only() {
   return only;
 }
 
-void chunk_sums(const double* a, const double* b, int64_t n, DType storage, Sums* chunks) {
+void chunk_sums(TensorRef a, TensorRef b, int64_t n, DType storage, Sums* chunks) {
   switch (ulp_kind(storage)) {
     case UlpKind::bf16: return chunk_sums_of<UlpKind::bf16>(a, b, n, storage, chunks);
     case UlpKind::f16: return chunk_sums_of<UlpKind::f16>(a, b, n, storage, chunks);
@@ -369,7 +396,7 @@ bool breakdown_covers_chunks(int64_t H, int64_t D) {
   return D > 0 && H > 0 && (kQueryBlock * H * D) % kChunk == 0 && kChunk % D == 0;
 }
 
-void breakdown_sums(const double* a, const double* b, int64_t S, int64_t H, int64_t D, const int64_t* frame_of,
+void breakdown_sums(TensorRef a, TensorRef b, int64_t S, int64_t H, int64_t D, const int64_t* frame_of,
                     int64_t frames, DType storage, Sums* head_sums, Sums* frame_sums, Sums* chunks) {
   if (chunks && !breakdown_covers_chunks(H, D)) chunks = nullptr;
   const Shape sh{S, H, D, frames};

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/stored_tensor.hpp"
 #include "core/tensor.hpp"
 #include "gates/metrics.hpp"
 
@@ -141,12 +142,14 @@ constexpr int64_t kChunk = 1 << 14;
 constexpr int64_t kQueryBlock = 128;
 
 // One pass over a and b (same length n): the stretch sums of compute_metrics.
-void chunk_sums(const double* a, const double* b, int64_t n, DType storage, Sums* chunks);
+// Stored operands are converted in small tiles on the way (exact), so the
+// sums do not depend on how an operand is held.
+void chunk_sums(TensorRef a, TensorRef b, int64_t n, DType storage, Sums* chunks);
 
 // One pass over [S, H, D] tensors: per query block, the sums of each head
 // and of each frame slot (frame_of[s] in [0, frames]); and, when `chunks` is
 // not null, the overall stretch sums as chunk_sums computes them.
-void breakdown_sums(const double* a, const double* b, int64_t S, int64_t H, int64_t D,
+void breakdown_sums(TensorRef a, TensorRef b, int64_t S, int64_t H, int64_t D,
                     const int64_t* frame_of, int64_t frames, DType storage, Sums* head_sums,
                     Sums* frame_sums, Sums* chunks);
 // Whether breakdown_sums can compute the overall stretches in the same pass:

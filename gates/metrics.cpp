@@ -39,13 +39,11 @@ MetricSet metric_detail::Sums::finish() const {
 
 namespace {
 
-void check_same_shape(const Tensor& a, const Tensor& b) {
-  if (a.shape != b.shape)
+void check_same_shape(TensorRef a, TensorRef b) {
+  if (a.shape() != b.shape())
     throw InputError("metrics: candidate shape " + a.shape_string() + " differs from reference " +
                      b.shape_string());
-  if (static_cast<int64_t>(a.data.size()) != a.numel() ||
-      static_cast<int64_t>(b.data.size()) != b.numel())
-    throw InternalError("metrics: tensor data size disagrees with its shape");
+  if (!a.sized() || !b.sized()) throw InternalError("metrics: tensor data size disagrees with its shape");
 }
 
 nlohmann::json num(double v) {
@@ -163,23 +161,23 @@ std::string MetricSet::ulp_note() const {
          dtype_name(storage_ref) + ") to it";
 }
 
-MetricSet compute_metrics(const Tensor& a, const Tensor& b) {
-  MetricSet m = compute_metrics(a, b, ulp_storage(a.dtype, b.dtype));
-  m.set_storage(a.dtype, b.dtype);
+MetricSet compute_metrics(TensorRef a, TensorRef b) {
+  MetricSet m = compute_metrics(a, b, ulp_storage(a.dtype(), b.dtype()));
+  m.set_storage(a.dtype(), b.dtype());
   return m;
 }
 
-MetricSet compute_metrics(const Tensor& a, const Tensor& b, DType storage) {
+MetricSet compute_metrics(TensorRef a, TensorRef b, DType storage) {
   check_same_shape(a, b);
   const int64_t n = a.numel();
   std::vector<Sums> part(static_cast<size_t>((n + kChunk - 1) / kChunk));
-  metric_detail::chunk_sums(a.ptr(), b.ptr(), n, storage, part.data());
+  metric_detail::chunk_sums(a, b, n, storage, part.data());
   Sums total;
   for (const Sums& p : part) total.merge(p);
   return total.finish();
 }
 
-MetricBreakdown compute_breakdown(const Tensor& a, const Tensor& b, const BlockConfig& config) {
+MetricBreakdown compute_breakdown(TensorRef a, TensorRef b, const BlockConfig& config) {
   check_same_shape(a, b);
   if (a.rank() != 3)
     throw InputError("metrics: breakdown needs an [S, H, D] tensor, got " + a.shape_string());
@@ -187,7 +185,7 @@ MetricBreakdown compute_breakdown(const Tensor& a, const Tensor& b, const BlockC
   const int64_t frames = config.grid_t;
   constexpr int64_t kBlock = metric_detail::kQueryBlock;
   const int64_t blocks = (S + kBlock - 1) / kBlock;
-  const DType storage = ulp_storage(a.dtype, b.dtype);
+  const DType storage = ulp_storage(a.dtype(), b.dtype());
   const size_t slots = static_cast<size_t>(frames + 1);
 
   // Per query block: the sums of each head and of each frame (slot frames =
@@ -203,15 +201,15 @@ MetricBreakdown compute_breakdown(const Tensor& a, const Tensor& b, const BlockC
   const int64_t n = a.numel();
   std::vector<Sums> chunks(static_cast<size_t>((n + kChunk - 1) / kChunk));
   const bool fused = metric_detail::breakdown_covers_chunks(H, D);
-  metric_detail::breakdown_sums(a.ptr(), b.ptr(), S, H, D, frame_of.data(), frames, storage, head_acc.data(),
+  metric_detail::breakdown_sums(a, b, S, H, D, frame_of.data(), frames, storage, head_acc.data(),
                                 frame_acc.data(), fused ? chunks.data() : nullptr);
-  if (!fused) metric_detail::chunk_sums(a.ptr(), b.ptr(), n, storage, chunks.data());
+  if (!fused) metric_detail::chunk_sums(a, b, n, storage, chunks.data());
   MetricBreakdown out;
   out.tokens = S;
   Sums total;
   for (const Sums& p : chunks) total.merge(p);
   out.overall = total.finish();
-  out.overall.set_storage(a.dtype, b.dtype);
+  out.overall.set_storage(a.dtype(), b.dtype());
   std::vector<Sums> per_head(static_cast<size_t>(H)), per_frame(slots);
   for (int64_t blk = 0; blk < blocks; ++blk) {
     Sums block_total;
@@ -227,8 +225,8 @@ MetricBreakdown compute_breakdown(const Tensor& a, const Tensor& b, const BlockC
   for (int64_t f = 0; f < frames; ++f) out.per_frame.push_back(per_frame[static_cast<size_t>(f)].finish());
   if (per_frame[static_cast<size_t>(frames)].n > 0) out.cond = per_frame[static_cast<size_t>(frames)].finish();
   for (auto* v : {&out.per_head, &out.per_query_block, &out.per_frame})
-    for (MetricSet& m : *v) m.set_storage(a.dtype, b.dtype);
-  if (out.cond) out.cond->set_storage(a.dtype, b.dtype);
+    for (MetricSet& m : *v) m.set_storage(a.dtype(), b.dtype());
+  if (out.cond) out.cond->set_storage(a.dtype(), b.dtype());
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/block_config.hpp"
+#include "core/stored_tensor.hpp"
 #include "core/tensor.hpp"
 #include "gates/worst_group.hpp"
 
@@ -71,9 +72,9 @@ DType ulp_storage(DType a, DType b);
 
 // a and b must have the same shape (InputError otherwise). ulp_max and
 // identical_fraction count at ulp_storage(a.dtype, b.dtype).
-MetricSet compute_metrics(const Tensor& a, const Tensor& b);
+MetricSet compute_metrics(TensorRef a, TensorRef b);
 // Same, with ulp_max counted at `storage` (the storage fields are left as f64).
-MetricSet compute_metrics(const Tensor& a, const Tensor& b, DType storage);
+MetricSet compute_metrics(TensorRef a, TensorRef b, DType storage);
 
 // Hidden figures of metric_map (not gate metrics): the storage types of the
 // two sides as DType codes, so that judge() can refuse a bit-exact rule
@@ -105,7 +106,7 @@ struct MetricBreakdown {
   // for triage printouts: {"per_head": [{"index": h, "value": v}, ...], ...}.
   nlohmann::json worst(size_t n, const std::string& metric = "rel_l2") const;
 };
-MetricBreakdown compute_breakdown(const Tensor& a, const Tensor& b, const BlockConfig& config);
+MetricBreakdown compute_breakdown(TensorRef a, TensorRef b, const BlockConfig& config);
 
 // metric_map(b.overall) plus the breakdown_metric_names() figures. A worst
 // figure is NaN when any group's is NaN (NaN never passes), undefined when

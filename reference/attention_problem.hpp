@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/block_config.hpp"
+#include "core/stored_tensor.hpp"
 #include "core/tensor.hpp"
 
 namespace ts {
@@ -68,6 +69,9 @@ class AttentionBackend {
   // Replays a stored output: reading it is not running a kernel, so it is
   // never timed here.
   virtual bool is_stored() const { return false; }
+  // A stored backend's output as the file holds it, for readers that only
+  // reduce it (the gate's metrics): no conversion to doubles. Others: none.
+  virtual std::optional<StoredTensor> run_stored(const AttentionProblem& /*problem*/) { return std::nullopt; }
   // A sweep runs backends of one kind over one problem, one after another,
   // varying one knob: a backend may take from the one run before it what does
   // not depend on that knob (sol_cuda: the quantised inputs on the device), so

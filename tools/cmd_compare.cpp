@@ -45,7 +45,8 @@ std::string dataset_of(const std::string& fixture, const std::string& arg) {
   return "/outputs/" + name + "/attention";
 }
 
-ts::Tensor read(const std::string& fixture, const std::string& name) {
+// Outputs as stored (no doubles: compare only reduces them), other datasets as values.
+ts::HeldTensor read(const std::string& fixture, const std::string& name) {
   const std::string ds = dataset_of(fixture, name);
   if (!ts::has_dataset(fixture, ds)) {
     if (name[0] != '/' && name.find(':') != std::string::npos && name.rfind("stored:", 0) != 0)
@@ -59,7 +60,10 @@ ts::Tensor read(const std::string& fixture, const std::string& name) {
                          (outs.empty() ? "none" : outs) + ")" +
                          (output_name(name) == "exact" ? "; store one with touchstone reference F --backend exact (or exact_cuda)" : ""));
   }
-  return ts::read_tensor(fixture, ds);
+  ts::HeldTensor t;
+  if (ds.rfind("/outputs/", 0) == 0) t.stored = ts::read_stored(fixture, ds);
+  else t.dense = ts::read_tensor(fixture, ds);
+  return t;
 }
 
 std::string show(const std::optional<double>& v) {
@@ -89,9 +93,10 @@ int run(const Opts& o) {
     throw ts::InputError("--exact: without --stages it picks which stored exact output 'exact' means: exact or exact_cuda");
   exact_spec = o.exact;
   if (!o.floor.empty() && !o.html.on()) throw ts::InputError("--noise-floor applies to --html (it draws on the page)");
-  const ts::Tensor a = read(o.fixture, o.a), b = read(o.fixture, o.b);
-  const ts::Tensor floor_t = o.floor.empty() ? ts::Tensor() : read(o.fixture, o.floor);
-  if (!o.floor.empty() && floor_t.shape != b.shape)
+  const ts::HeldTensor held_a = read(o.fixture, o.a), held_b = read(o.fixture, o.b);
+  const ts::HeldTensor held_floor = o.floor.empty() ? ts::HeldTensor() : read(o.fixture, o.floor);
+  const ts::TensorRef a = held_a.ref(), b = held_b.ref(), floor_t = held_floor.ref();
+  if (!o.floor.empty() && floor_t.shape() != b.shape())
     throw ts::InputError("--noise-floor " + o.floor + ": shape " + floor_t.shape_string() + " differs from B's " +
                          b.shape_string());
   // With a breakdown, its overall figures are these (the same pass, the same bits).
@@ -113,8 +118,8 @@ int run(const Opts& o) {
   }
   const ts::MetricSet m = br ? br->overall : ts::compute_metrics(a, b);
   nlohmann::json j{{"fixture", o.fixture},
-                   {"a", {{"name", o.a}, {"dataset", dataset_of(o.fixture, o.a)}, {"dtype", ts::dtype_name(a.dtype)}}},
-                   {"b", {{"name", o.b}, {"dataset", dataset_of(o.fixture, o.b)}, {"dtype", ts::dtype_name(b.dtype)}}},
+                   {"a", {{"name", o.a}, {"dataset", dataset_of(o.fixture, o.a)}, {"dtype", ts::dtype_name(a.dtype())}}},
+                   {"b", {{"name", o.b}, {"dataset", dataset_of(o.fixture, o.b)}, {"dtype", ts::dtype_name(b.dtype())}}},
                    {"shape", a.shape_string()},
                    {"metrics", m.to_json()}};
   if (o.breakdown) {
@@ -126,10 +131,10 @@ int run(const Opts& o) {
     rep.fixture = o.fixture;
     rep.a_name = o.a;
     rep.a_dataset = dataset_of(o.fixture, o.a);
-    rep.a_dtype = ts::dtype_name(a.dtype);
+    rep.a_dtype = ts::dtype_name(a.dtype());
     rep.b_name = o.b;
     rep.b_dataset = dataset_of(o.fixture, o.b);
-    rep.b_dtype = ts::dtype_name(b.dtype);
+    rep.b_dtype = ts::dtype_name(b.dtype());
     rep.shape = a.shape_string();
     rep.metrics = m;
     rep.breakdown = br;
@@ -142,8 +147,8 @@ int run(const Opts& o) {
   }
   o.json.emit(j.dump(2) + "\n");
   if (o.json.to_stdout() || o.html.to_stdout()) return ts::kPass;
-  std::cout << o.fixture << ": " << dataset_of(o.fixture, o.a) << " (" << ts::dtype_name(a.dtype) << ") vs "
-            << dataset_of(o.fixture, o.b) << " (" << ts::dtype_name(b.dtype) << "), " << a.shape_string() << "\n";
+  std::cout << o.fixture << ": " << dataset_of(o.fixture, o.a) << " (" << ts::dtype_name(a.dtype()) << ") vs "
+            << dataset_of(o.fixture, o.b) << " (" << ts::dtype_name(b.dtype()) << "), " << a.shape_string() << "\n";
   const auto mm = ts::metric_map(m);
   for (const auto& name : ts::metric_names()) std::printf("  %-18s %s\n", name.c_str(), show(mm.at(name)).c_str());
   if (m.nonfinite_ref) std::printf("  note: the reference holds %lld non-finite values\n", static_cast<long long>(m.nonfinite_ref));

@@ -29,6 +29,7 @@ _counter = itertools.count()
 DIGEST_SCHEME = "sha256-tree-4MiB"
 _LEAF = 1 << 22
 OUTPUT_SCHEMA = "touchstone.output/1"
+INPUTS_ATTR = "inputs_identity"
 
 
 def tree_digest(a):
@@ -51,8 +52,8 @@ def _is_input(path):
 
 
 def verify_digest(ds, stored=None):
-    """Raises CaptureError when dataset `ds` (an input) does not match its stored digest; returns
-    the digest read, or None for a dataset written before digests (unsealed)."""
+    """Raises CaptureError when dataset `ds` (an input or an output) does not match its stored
+    digest; returns the digest read, or None for a dataset written before digests."""
     tag = ds.attrs.get("digest")
     if tag is None:
         return None
@@ -217,16 +218,39 @@ def _chunked(a, compress):
     return kw
 
 
-def _write(f, path, x, compress=False, bf16_bits=False, attrs=None, stored=None):
+def _write(f, path, x, compress=False, bf16_bits=False, attrs=None, stored=None, inputs=None):
     a, name = stored if stored is not None else storage.to_storage(x, bf16_bits)
     ds = f.create_dataset(path, data=a, **_chunked(a, compress))
     if name == "bfloat16":
         ds.attrs["dtype"] = "bfloat16"
-    if _is_input(path):
-        ds.attrs["digest"] = tree_digest(a)
     for key, value in (attrs or {}).items():
         ds.attrs[key] = value
+    # Every input and output carries its content digest; an output also the identity of the
+    # inputs it was computed from (docs/fixture-format.md "Digests and identity").
+    if _is_input(path) or path.startswith("/outputs/"):
+        ds.attrs["digest"] = tree_digest(a)
+    if path.startswith("/outputs/") and inputs:
+        ds.attrs[INPUTS_ATTR] = inputs
     return ds
+
+
+def inputs_identity(f):
+    """The identity of the inputs an open fixture holds, from their stored digests (as
+    `touchstone fixture validate --json` prints it); None when one has no digest (unsealed)."""
+    digests = {}
+
+    def visit(name, obj):
+        path = "/" + name
+        if isinstance(obj, h5py.Dataset) and _is_input(path):
+            tag = obj.attrs.get("digest")
+            digests[path] = None if tag is None else (tag.decode() if isinstance(tag, bytes) else str(tag))
+    for group in ("attention", "block"):
+        if group in f:
+            f[group].visititems(visit)
+    if not digests or any(d is None for d in digests.values()):
+        return None
+    lines = "".join(f"{p} {d}\n" for p, d in sorted(digests.items()))
+    return "sha256:" + hashlib.sha256(lines.encode()).hexdigest()
 
 
 def _shape_check(name, t, shape):
@@ -408,6 +432,7 @@ def add_outputs(fixture, entries, *, compress=False):
         try:
             with h5py.File(fixture, "r") as src:
                 shape, kind = _fixture_geometry(src, fixture)
+                inputs = inputs_identity(src)
         except OSError as e:
             raise CaptureError(f"{fixture}: /: not readable as HDF5 ({e})")
         stored_all = []
@@ -427,7 +452,7 @@ def add_outputs(fixture, entries, *, compress=False):
                 with h5py.File(tmp, "w-") as dst:
                     dst.attrs["schema"] = OUTPUT_SCHEMA
                     dst.attrs["output"] = name
-                    _write_one(dst, name, stored, t, clock, params, inter, tattrs, compress)
+                    _write_one(dst, name, stored, t, clock, params, inter, tattrs, compress, inputs)
         if legacy:
             # A fixture from before output files holding these names inside: dropped from it,
             # one copy of the fixture (what every write cost before).
@@ -440,12 +465,12 @@ def add_outputs(fixture, entries, *, compress=False):
                     _copy_except(src, dst, skip)
 
 
-def _write_one(dst, name, stored, t, clock, params, intermediates, timing_attrs, compress):
+def _write_one(dst, name, stored, t, clock, params, intermediates, timing_attrs, compress, inputs):
     attrs = {"backend": name, "params": params, "touchstone_version": VERSION,
              "created_at": _now()}
     if t is not None:
         attrs["wall_ms"] = float(np.median(t))
-    _write(dst, f"/outputs/{name}/attention", None, compress, stored=stored, attrs=attrs)
+    _write(dst, f"/outputs/{name}/attention", None, compress, stored=stored, attrs=attrs, inputs=inputs)
     for key, item in (intermediates or {}).items():
         arr, tag = item if isinstance(item, tuple) else (item, None)
         a = dict(attrs)
@@ -454,7 +479,7 @@ def _write_one(dst, name, stored, t, clock, params, intermediates, timing_attrs,
             a["scale"] = f"/outputs/{name}/intermediates/{key.rsplit('_', 1)[0]}_scale"
             a["codes"] = "int8" if key.endswith("_int8") else "float8_e4m3fn"
         ds = _write(dst, f"/outputs/{name}/intermediates/{key}", arr,
-                    compress and np.size(arr) > 1024, tag == "bfloat16", a)
+                    compress and np.size(arr) > 1024, tag == "bfloat16", a, inputs=inputs)
         if tag and tag != "bfloat16":
             ds.attrs["dtype"] = tag
     if t is not None:
@@ -554,8 +579,18 @@ def read_tensor(path, dataset, torch=None):
         if dataset not in f or not isinstance(f[dataset], h5py.Dataset):
             raise CaptureError(f"{path}: {dataset}: no such dataset")
         ds = f[dataset]
-        if _is_input("/" + dataset.strip("/")):
+        logical = "/" + dataset.strip("/")
+        if _is_input(logical) or logical.startswith("/outputs/"):
             verify_digest(ds)
+        if logical.startswith("/outputs/") and INPUTS_ATTR in ds.attrs:
+            recorded = _plain(ds.attrs[INPUTS_ATTR])
+            with h5py.File(path, "r") as main:
+                mine = inputs_identity(main)
+            if mine is not None and recorded != mine:
+                raise CaptureError(f"{path}: {logical}: computed from other inputs (identity "
+                                   f"{recorded[:19]}..., this fixture's is {mine[:19]}...): copied "
+                                   "from another fixture? Compute it again, or remove it with "
+                                   "'touchstone fixture rm-output'")
         return storage.to_torch(ds, torch) if torch else storage.read_array(ds)
 
 

@@ -126,3 +126,110 @@ TEST_CASE("the vector passes give the sums of one element at a time, on every in
     }
   }
 }
+
+namespace {
+
+// The stored bytes of t (little-endian; bfloat16 and float16 as their bits),
+// cut into spans of `piece` elements held in separate buffers, as a file's
+// chunks are.
+ts::StoredTensor stored_copy(const ts::Tensor& t, int64_t piece, std::vector<std::vector<unsigned char>>& keep) {
+  using namespace ts;
+  StoredTensor s;
+  s.shape = t.shape;
+  s.dtype = t.dtype;
+  const size_t esize = t.dtype == DType::bf16 || t.dtype == DType::f16 ? 2 : static_cast<size_t>(dtype_bytes(t.dtype));
+  for (int64_t at = 0; at < t.numel(); at += piece) {
+    const int64_t n = std::min(piece, t.numel() - at);
+    keep.emplace_back(static_cast<size_t>(n) * esize);
+    unsigned char* p = keep.back().data();
+    for (int64_t i = 0; i < n; ++i) {
+      const double x = t.data[static_cast<size_t>(at + i)];
+      if (t.dtype == DType::f64) {
+        std::memcpy(p + 8 * i, &x, 8);
+      } else if (t.dtype == DType::f32) {
+        const float f = static_cast<float>(x);
+        std::memcpy(p + 4 * i, &f, 4);
+      } else if (t.dtype == DType::bf16) {
+        const float f = static_cast<float>(x);
+        uint32_t u;
+        std::memcpy(&u, &f, 4);
+        const uint16_t h = static_cast<uint16_t>(u >> 16);
+        std::memcpy(p + 2 * i, &h, 2);
+      } else {  // f16, from values that are exact in it
+        const _Float16 h = static_cast<_Float16>(x);
+        std::memcpy(p + 2 * i, &h, 2);
+      }
+    }
+    s.spans.push_back({at, n, p});
+  }
+  return s;
+}
+
+// x rounded to what a tensor of type t holds.
+double held_as(ts::DType t, double x) {
+  using ts::DType;
+  if (t == DType::f64 || !std::isfinite(x)) return x;
+  if (t == DType::f32) return static_cast<float>(x);
+  if (t == DType::f16) return static_cast<double>(static_cast<_Float16>(x));
+  const float f = static_cast<float>(x);
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+  float r;
+  std::memcpy(&r, &u, 4);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("metrics of stored operands have the bits of the same values as doubles") {
+  using namespace ts;
+  BlockConfig c;
+  c.heads = 2;
+  c.head_dim = 64;
+  c.grid_t = 3;
+  c.grid_h = 4;
+  c.grid_w = 50;
+  c.segments = {{"video", true, 0, 600}, {"text", false, 600, 77}};
+  const int64_t S = c.tokens(), H = 2, D = 64;
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> n(0, 1);
+  for (const DType ta : {DType::bf16, DType::f16, DType::f32, DType::f64}) {
+    for (const DType tb : {DType::bf16, DType::f64}) {
+      Tensor a({S, H, D}, ta), b({S, H, D}, tb);
+      for (size_t i = 0; i < a.data.size(); ++i) {
+        const double x = n(rng);
+        // Values each type holds exactly, as a tensor of it does.
+        b.data[i] = held_as(tb, std::ldexp(std::nearbyint(std::ldexp(x, 7)), -7));
+        a.data[i] = held_as(ta, b.data[i] * (i % 7 == 0 ? 1.01 : 1.0));
+      }
+      a.data[9] = NAN;
+      b.data[1000] = INFINITY;
+      a.data[1000] = INFINITY;
+      std::vector<std::vector<unsigned char>> keep;
+      // Spans that cut rows, heads and query blocks anywhere.
+      const StoredTensor sa = stored_copy(a, 1000, keep), sb = stored_copy(b, 4099, keep);
+      INFO(dtype_name(ta) << " vs " << dtype_name(tb));
+      for (bool sse2 : {false, true}) {
+        metric_detail::scalar_lanes_only() = sse2;
+        const auto dense = compute_breakdown(a, b, c).to_json().dump();
+        CHECK(compute_breakdown(sa, sb, c).to_json().dump() == dense);
+        CHECK(compute_breakdown(sa, b, c).to_json().dump() == dense);
+        CHECK(compute_metrics(sa, sb).to_json().dump() == compute_metrics(a, b).to_json().dump());
+      }
+      metric_detail::scalar_lanes_only() = false;
+    }
+  }
+  // A shape whose query blocks do not hold whole stretches (the unfused pass) and a short last block.
+  BlockConfig odd = c;
+  odd.heads = 3;
+  odd.head_dim = 40;
+  Tensor a({S, 3, 40}, DType::bf16), b({S, 3, 40}, DType::f32);
+  for (size_t i = 0; i < a.data.size(); ++i) {
+    b.data[i] = std::ldexp(std::nearbyint(std::ldexp(n(rng), 7)), -7);
+    a.data[i] = held_as(DType::bf16, -b.data[i] / 3);
+  }
+  std::vector<std::vector<unsigned char>> keep;
+  const StoredTensor sa = stored_copy(a, 333, keep), sb = stored_copy(b, 100000, keep);
+  CHECK(compute_breakdown(sa, sb, odd).to_json().dump() == compute_breakdown(a, b, odd).to_json().dump());
+}
