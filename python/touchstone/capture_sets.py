@@ -4,16 +4,16 @@ DIR/block<bb>_step<ss>.h5, with the root attributes block_index and step.
 
     cap = touchstone.AttentionSetCapture(model, "blocks.{b}.attn.core", "set/", model="my-dit")
     with torch.no_grad(), cap:
-        for t in timesteps:                 # a step: one forward of `model`, or a `with cap.step():`
+        for t in timesteps:            # a step: one forward of `model`, or a `with cap.step():`
             x = x + dt * (model(x, t) - x)
 
     cap = touchstone.BlockSetCapture(model, "blocks.{b}", STAGE_OF, "blocks/", model="my-dit",
                                      config=config, inputs=block_inputs, weights=WEIGHTS)
 
 Each file is written when its layer's call is captured, so no more than one call's tensors are
-held at a time, whatever the number of layers and steps. The set's files are the only writers'
-(fixture_io.write_fixture), so each is a fixture `touchstone fixture validate` accepts, and a
-block set is one `touchstone chain DIR` reads."""
+held at a time, whatever the number of layers and steps. Files are written by fixture_io's
+writers, so each is a fixture `touchstone fixture validate` accepts, and a block set is one
+`touchstone chain DIR` reads."""
 import contextlib
 import os
 import re
@@ -25,14 +25,14 @@ from .fixture_io import write_block_fixture, write_fixture
 from .schema import CaptureError, attention_config, full_config, tokens
 
 _SET_FILE = re.compile(r"block\d+_step\d+\.h5")
-# write_fixture's provenance keywords a set passes to every file; block_index, step, source and
-# the module's name are the set's own.
+# write_fixture's keywords a set passes on to every file; block_index, step, source and the
+# module's name are the set's own.
 _META = ("seed", "resolution", "frames", "notes", "compress", "bf16_bits")
 _BLOCK_INPUTS = ("x", "modulation", "modulation_row", "positions")
 
 
 def set_file(directory, block, step):
-    """The file of block `block` at step `step`, named as `fixture synth --blocks --steps` names it."""
+    """The file of block `block` at step `step`, as `fixture synth --blocks --steps` names it."""
     return os.path.join(directory, f"block{block:02d}_step{step:02d}.h5")
 
 
@@ -67,7 +67,12 @@ def resolve_modules(root, which, what):
             raise CaptureError(f"no module of the {type(root).__name__} matches {what} pattern "
                                f"{which!r} (its modules: {some or 'none'})")
         return dict(sorted(found.items()))
-    items = list(which.items()) if isinstance(which, dict) else list(enumerate(which))
+    try:
+        items = list(which.items()) if isinstance(which, dict) else list(enumerate(which))
+    except TypeError:
+        raise CaptureError(f"{what}s given as a {type(which).__name__}: expected a pattern such "
+                           "as 'blocks.{b}', a sequence of modules or names (an nn.ModuleList "
+                           "too), or {block index: module or name}") from None
     if not items:
         raise CaptureError(f"no {what} given")
     by_name, names = dict(named), {id(m): n for n, m in named}
@@ -184,8 +189,10 @@ class _SetCapture:
 
     def _model_ends(self):
         if self._open == "forward":
-            self._end()
-            self._open = None
+            try:
+                self._end()
+            finally:
+                self._open = None
 
     def _begin(self, how):
         self.step_index += 1
@@ -195,7 +202,8 @@ class _SetCapture:
             self._start_step()
 
     def _end(self):
-        if self._active:
+        active, self._active = self._active, False
+        if active:
             self._finish_step()
 
     def _in_step(self, b):
@@ -222,7 +230,8 @@ class AttentionSetCapture(_SetCapture):
     nn.MultiheadAttention, as AttentionCapture.hook takes them. Every layer must be called in
     every step written (the call-th call is kept), and all must agree in geometry (S, H, D and
     the softmax scale: one /config per set). segments, grid, softmax_scale: as
-    AttentionCapture.write; model and the keywords of _META: every file's root attributes."""
+    AttentionCapture.write; model (the model's name), seed, resolution, frames, notes, compress,
+    bf16_bits: write_fixture's, the same for every file."""
 
     def __init__(self, module, layers, directory, *, model, layout="BHSD", segments=None,
                  grid=None, softmax_scale=None, steps=None, call=0, batch=0, force=False, **meta):
@@ -230,7 +239,8 @@ class AttentionSetCapture(_SetCapture):
                          meta=meta, what="AttentionSetCapture")
         self.layout = layouts.check_layout(layout)
         self.targets = resolve_modules(module, layers, "attention layer")
-        self.segments, self.grid, self.softmax_scale, self.batch = segments, grid, softmax_scale, batch
+        self.segments, self.grid, self.batch = segments, grid, batch
+        self.softmax_scale = softmax_scale
         self._caps = {}
         self._geometry = None  # (key, config, where) of the set's first file
 
@@ -386,7 +396,8 @@ def _check_inputs(kept, config):
         raise CaptureError(f"inputs: x {tuple(x.shape)}, expected [S, M] = ({S}, {M}) (one "
                            "sequence: x[batch] of a [B, S, M] input)")
     if len(mod.shape) != 3 or tuple(mod.shape[1:]) != (6, M):
-        raise CaptureError(f"inputs: modulation {tuple(mod.shape)}, expected [R, 6, M] with M = {M}")
+        raise CaptureError(f"inputs: modulation {tuple(mod.shape)}, expected [R, 6, M] with "
+                           f"M = {M}")
     if mod.shape[0] > 1 and "modulation_row" not in kept:
         raise CaptureError(f"inputs: modulation has {mod.shape[0]} rows and no modulation_row "
                            "says which row each token takes")

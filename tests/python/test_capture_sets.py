@@ -120,10 +120,11 @@ def test_one_valid_fixture_per_block_and_step_with_its_place_in_the_set(which, r
         b, s = map(int, re.fullmatch(r"block(\d+)_step(\d+)\.h5", name).groups())
         with h5py.File(path, "r") as f:
             a = f.attrs
-            assert (a["block_index"], a["step"], a["source"], a["model"]) == (b, s, "captured", MODEL)
+            assert (a["block_index"], a["step"]) == (b, s)
+            assert (a["source"], a["model"]) == ("captured", MODEL)
             want = f"blocks.{b}" + (".attn.core" if which == "attention_set" else "")
             assert a["captured_module"] == want
-            assert "chain" not in a  # a captured set: `touchstone chain` starts each step from its x
+            assert "chain" not in a  # captured: `touchstone chain` starts each step from its x
             assert ("block" in f) == (which == "block_set")
         assert ts("fixture", "validate", path).stdout.startswith("ok")
 
@@ -273,12 +274,18 @@ def test_bad_input_is_a_one_line_capture_error(tmp_path):
                          r"'layers.\{b\}.attn' \(its modules: cores, cores.0, cores.1\)")
     one_line_error(lambda: tsp.AttentionSetCapture(m, "cores.0", d, model="two"),
                    match=r"needs one \{b\}")
-    one_line_error(lambda: tsp.AttentionSetCapture(m, [m.cores[0], AttentionCore()], d, model="two"),
+    one_line_error(lambda: tsp.AttentionSetCapture(m, [m.cores[0], AttentionCore()], d,
+                                                   model="two"),
                    match="attention layer 1: the AttentionCore given is not one of the TwoCores's")
+    one_line_error(lambda: tsp.AttentionSetCapture(m, m.cores[1], d, model="two"),
+                   match="attention layers given as a AttentionCore: expected a pattern")
+    listed = tsp.AttentionSetCapture(m, m.cores, d, model="two").targets  # a ModuleList in order
+    assert {b: name for b, (name, _) in listed.items()} == {0: "cores.0", 1: "cores.1"}
     one_line_error(cores(m, block_index=3), match="unknown keyword block_index")
     one_line_error(cores(TwoCores(heads=(2, 4))), lambda cap: cap.module(x),
                    match=r"block 1 of step 0 \(cores.1\): q, k, v \[S, H, D\] = \[16, 4, 4\], "
-                         r"scale default, block 0 of step 0 \(cores.0\) has \[S, H, D\] = \[16, 2, 8\]")
+                         r"scale default, block 0 of step 0 \(cores.0\) has "
+                         r"\[S, H, D\] = \[16, 2, 8\]")
     one_line_error(cores(TwoCores(skip=(1, 1))), lambda cap: [cap.module(x) for _ in range(2)],
                    match=r"block 1 of step 1 \(cores.1\): saw 0 calls, wanted call 0")
     one_line_error(cores(TwoCores()), lambda cap: None, match=r"no step captured \(0 steps seen\)")
