@@ -16,6 +16,7 @@ import importlib
 # name: the module that defines it.
 _EXPORTS = {
     "AttentionCapture": "capture", "BlockCapture": "capture", "weights_from": "capture",
+    "AttentionSetCapture": "capture_sets", "BlockSetCapture": "capture_sets",
     "Fixture": "fixture_io", "add_output": "fixture_io", "read_fixture": "fixture_io",
     "read_tensor": "fixture_io", "read_timings": "fixture_io",
     "write_block_fixture": "fixture_io", "write_fixture": "fixture_io",

@@ -53,6 +53,43 @@ def _qkv_of(args, kwargs):
     return out
 
 
+def install(module, before=None, after=None):
+    """Calls before(args, kwargs) ahead of each forward of `module` and after(args, kwargs, out)
+    behind it; returns the function that undoes it. Keyword arguments are seen on any torch: by
+    hooks with kwargs where torch has them (2.0+), else by wrapping the module's forward (torch
+    1.13 hooks see positional arguments only)."""
+    import inspect
+
+    if "with_kwargs" in inspect.signature(module.register_forward_hook).parameters:
+        handles = []
+        if before is not None:
+            handles.append(module.register_forward_pre_hook(
+                lambda m, args, kwargs: before(args, kwargs), with_kwargs=True))
+        if after is not None:
+            handles.append(module.register_forward_hook(
+                lambda m, args, kwargs, out: after(args, kwargs, out), with_kwargs=True))
+        return lambda: [h.remove() for h in handles]
+    had = "forward" in vars(module)
+    original = module.forward
+
+    def forward(*args, **kwargs):
+        if before is not None:
+            before(args, kwargs)
+        out = original(*args, **kwargs)
+        if after is not None:
+            after(args, kwargs, out)
+        return out
+
+    module.forward = forward
+
+    def undo():
+        if had:
+            module.forward = original
+        else:
+            del module.forward
+    return undo
+
+
 class AttentionCapture:
     """Takes q, k, v (and the output) of the `call`-th attention call it sees."""
 
@@ -118,33 +155,9 @@ class AttentionCapture:
     def hook(self, module):
         """Takes the call-th call of a module: one whose forward takes q, k, v (positional, or
         keywords q/k/v or query/key/value), or an nn.MultiheadAttention (torchvision's ViT
-        attention included), whose per-head projections are taken. Keyword arguments are seen
-        on any torch: by a forward hook with kwargs where torch has them (2.0+), else by
-        wrapping the module's forward for the duration (torch 1.13 hooks see positional
-        arguments only). At the end, a call never seen is a CaptureError."""
-        import inspect
-
-        record = self._recorder(module)
-        if "with_kwargs" in inspect.signature(module.register_forward_hook).parameters:
-            handle = module.register_forward_hook(
-                lambda m, args, kwargs, out: record(args, kwargs, out), with_kwargs=True)
-            undo = handle.remove
-        else:
-            had = "forward" in vars(module)
-            original = module.forward
-
-            def forward(*args, **kwargs):
-                out = original(*args, **kwargs)
-                record(args, kwargs, out)
-                return out
-
-            module.forward = forward
-
-            def undo():
-                if had:
-                    module.forward = original
-                else:
-                    del module.forward
+        attention included), whose per-head projections are taken; keyword arguments are seen
+        on any torch (install). At the end, a call never seen is a CaptureError."""
+        undo = install(module, after=self._recorder(module))
         try:
             yield self
         finally:
@@ -231,6 +244,11 @@ class BlockCapture:
         for h in self._handles:
             h.remove()
         self._handles = []
+
+    def reset(self):
+        """Forgets the stages kept and the forwards counted: the next forward is call 0 again
+        (how one denoising step's capture starts afresh, BlockSetCapture)."""
+        self.raw, self._count = {}, {}
 
     def stages(self, config):
         """{stage: tensor of the stage's fixture shape}, in block order."""
