@@ -26,14 +26,14 @@ double from_f16(uint16_t h) {
   return sign * std::ldexp(static_cast<double>(m | 0x400), e - 25);
 }
 
-void convert(DType t, const unsigned char* p, int64_t n, double* out) {
+void convert(DType t, const unsigned char* p, int64_t n, double* out, int64_t stride) {
   switch (t) {
     case DType::bf16: {
       uint16_t v[256];
       for (int64_t i = 0; i < n; i += 256) {
         const int64_t m = std::min<int64_t>(256, n - i);
         std::memcpy(v, p + 2 * i, static_cast<size_t>(m) * 2);
-        for (int64_t j = 0; j < m; ++j) out[i + j] = from_bf16(v[j]);
+        for (int64_t j = 0; j < m; ++j) out[(i + j) * stride] = from_bf16(v[j]);
       }
       return;
     }
@@ -41,7 +41,7 @@ void convert(DType t, const unsigned char* p, int64_t n, double* out) {
       for (int64_t i = 0; i < n; ++i) {
         uint16_t v;
         std::memcpy(&v, p + 2 * i, 2);
-        out[i] = from_f16(v);
+        out[i * stride] = from_f16(v);
       }
       return;
     case DType::f32: {
@@ -49,24 +49,28 @@ void convert(DType t, const unsigned char* p, int64_t n, double* out) {
       for (int64_t i = 0; i < n; i += 256) {
         const int64_t m = std::min<int64_t>(256, n - i);
         std::memcpy(v, p + 4 * i, static_cast<size_t>(m) * 4);
-        for (int64_t j = 0; j < m; ++j) out[i + j] = v[j];
+        for (int64_t j = 0; j < m; ++j) out[(i + j) * stride] = v[j];
       }
       return;
     }
     case DType::f64:
-      std::memcpy(out, p, static_cast<size_t>(n) * 8);
+      if (stride == 1) {
+        std::memcpy(out, p, static_cast<size_t>(n) * 8);
+      } else {
+        for (int64_t i = 0; i < n; ++i) std::memcpy(out + i * stride, p + 8 * i, 8);
+      }
       return;
     case DType::i8:
-      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<int8_t>(p[i]);
+      for (int64_t i = 0; i < n; ++i) out[i * stride] = static_cast<int8_t>(p[i]);
       return;
     case DType::u8:
-      for (int64_t i = 0; i < n; ++i) out[i] = p[i];
+      for (int64_t i = 0; i < n; ++i) out[i * stride] = p[i];
       return;
     case DType::i32:
       for (int64_t i = 0; i < n; ++i) {
         int32_t v;
         std::memcpy(&v, p + 4 * i, 4);
-        out[i] = v;
+        out[i * stride] = v;
       }
       return;
     case DType::i64:
@@ -75,7 +79,7 @@ void convert(DType t, const unsigned char* p, int64_t n, double* out) {
         std::memcpy(&v, p + 8 * i, 8);
         if (v > (int64_t(1) << 53) || v < -(int64_t(1) << 53))
           throw InputError("int64 value " + std::to_string(v) + " is beyond 2^53 (not exactly representable)");
-        out[i] = static_cast<double>(v);
+        out[i * stride] = static_cast<double>(v);
       }
       return;
   }
@@ -89,7 +93,7 @@ int64_t StoredTensor::numel() const {
   return n;
 }
 
-void StoredTensor::to_double(int64_t first, int64_t n, double* out) const {
+void StoredTensor::to_double(int64_t first, int64_t n, double* out, int64_t stride) const {
   if (n <= 0) return;
   const size_t esize = dtype == DType::bf16 || dtype == DType::f16 ? 2 : static_cast<size_t>(dtype_bytes(dtype));
   // The span holding `first`: the last that starts at or before it.
@@ -101,12 +105,18 @@ void StoredTensor::to_double(int64_t first, int64_t n, double* out) const {
     if (it == spans.end() || first < it->first || first >= it->first + it->count)
       throw InternalError("StoredTensor: spans do not cover element " + std::to_string(first));
     const int64_t take = std::min(n, it->first + it->count - first);
-    convert(dtype, it->bytes + static_cast<size_t>(first - it->first) * esize, take, out);
+    convert(dtype, it->bytes + static_cast<size_t>(first - it->first) * esize, take, out, stride);
     first += take;
-    out += take;
+    out += take * stride;
     n -= take;
     ++it;
   }
+}
+
+void TensorRef::fill(int64_t first, int64_t n, double* out, int64_t stride) const {
+  if (stored_) return stored_->to_double(first, n, out, stride);
+  const double* p = dense_->data.data() + first;
+  for (int64_t i = 0; i < n; ++i) out[i * stride] = p[i];
 }
 
 std::string TensorRef::shape_string() const {

@@ -32,7 +32,8 @@ struct StoredTensor {
   int64_t dim(int i) const { return shape.at(static_cast<size_t>(i)); }
   // Elements [first, first + n) converted to double, exactly (an int64
   // beyond 2^53 is an InputError).
-  void to_double(int64_t first, int64_t n, double* out) const;
+  // stride: out[i * stride] receives element first + i.
+  void to_double(int64_t first, int64_t n, double* out, int64_t stride = 1) const;
 };
 
 // What a metric pass reads: a tensor of doubles, or a stored one converted
@@ -55,6 +56,9 @@ class TensorRef {
     stored_->to_double(first, n, scratch);
     return scratch;
   }
+  // Elements [first, first + n) into out[0], out[stride], ...: how the metric
+  // passes lay four stretches side by side, one vector load per element.
+  void fill(int64_t first, int64_t n, double* out, int64_t stride) const;
   bool is_stored() const { return stored_ != nullptr; }
   // Whether a dense tensor holds as many values as its shape says.
   bool sized() const { return !dense_ || static_cast<int64_t>(dense_->data.size()) == dense_->numel(); }

@@ -172,26 +172,32 @@ void add_row(const VRow& r, int k, int64_t n, Sums& to) {
   if (r.umax[k] > to.ulp_max) to.ulp_max = r.umax[k];
 }
 
-TS_LANE V gather(const double* const* p, int64_t j) { return V{p[0][j], p[1][j], p[2][j], p[3][j]}; }
+// Lane k of element j at p[4 j + k] (TensorRef::fill with stride W).
+TS_LANE V lanes_at(const double* p, int64_t j) {
+  V v;
+  std::memcpy(&v, p + W * j, sizeof v);
+  return v;
+}
 
 // Elements per lane that a chunk group converts at a time: a stored
 // operand's tiles stay in the core's cache.
 constexpr int64_t kTile = 2048;
 
-// W whole chunks starting at chunk c0, side by side; scratch: 2 W kTile doubles.
+// W whole chunks starting at chunk c0, side by side; scratch: 2 W kTile doubles,
+// each operand's W stretches interleaved.
 template <UlpKind K>
 TS_LANE void chunk_group_body(const TensorRef& a, const TensorRef& b, int64_t c0, DType storage, Sums* chunks,
                               double* scratch) {
   VSums s;
   VRow row;
+  double* ta = scratch;
+  double* tb = scratch + W * kTile;
   for (int64_t t0 = 0; t0 < kChunk; t0 += kTile) {
-    const double* pa[W];
-    const double* pb[W];
     for (int k = 0; k < W; ++k) {
-      pa[k] = a.values((c0 + k) * kChunk + t0, kTile, scratch + k * kTile);
-      pb[k] = b.values((c0 + k) * kChunk + t0, kTile, scratch + (W + k) * kTile);
+      a.fill((c0 + k) * kChunk + t0, kTile, ta + k, W);
+      b.fill((c0 + k) * kChunk + t0, kTile, tb + k, W);
     }
-    for (int64_t j = 0; j < kTile; ++j) add(s, element<K>(gather(pa, j), gather(pb, j), row, storage));
+    for (int64_t j = 0; j < kTile; ++j) add(s, element<K>(lanes_at(ta, j), lanes_at(tb, j), row, storage));
   }
   for (int k = 0; k < W; ++k) {
     Sums& out = chunks[c0 + k];
@@ -284,11 +290,11 @@ TS_LANE void block_group_body(const TensorRef& a, const TensorRef& b, const Shap
       load_lane(frame_sums[(q0 + k) * slots + f], frame, k);
       cur[k] = f;
     }
-    const double* ra[W];
-    const double* rb[W];
+    double* ra = scratch;
+    double* rb = scratch + W * row_elems;
     for (int k = 0; k < W; ++k) {
-      ra[k] = a.values(base[k] + sr * row_elems, row_elems, scratch + k * row_elems);
-      rb[k] = b.values(base[k] + sr * row_elems, row_elems, scratch + (W + k) * row_elems);
+      a.fill(base[k] + sr * row_elems, row_elems, ra + k, W);
+      b.fill(base[k] + sr * row_elems, row_elems, rb + k, W);
     }
     for (int64_t h = 0; h < H; ++h) {
       const int64_t j0 = (sr * H + h) * D;
@@ -299,7 +305,7 @@ TS_LANE void block_group_body(const TensorRef& a, const TensorRef& b, const Shap
       VSums& head = heads[static_cast<size_t>(h)];
       VRow row;
       for (int64_t d = 0; d < D; ++d) {
-        const Element e = element<K>(gather(ra, h * D + d), gather(rb, h * D + d), row, storage);
+        const Element e = element<K>(lanes_at(ra, h * D + d), lanes_at(rb, h * D + d), row, storage);
         add(head, e);
         add(frame, e);
         if (chunks) add(chunk, e);

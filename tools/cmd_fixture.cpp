@@ -150,7 +150,15 @@ Registration inspect_reg{
             if (obj.contains("min"))
               txt << " min " << num(obj["min"]) << " max " << num(obj["max"]) << " mean "
                         << num(obj["mean"]) << " std " << num(obj["std"]);
-            txt << " nan " << obj["nan"] << " inf " << obj["inf"] << "\n";
+            txt << " nan " << obj["nan"] << " inf " << obj["inf"];
+            if (obj.contains("digest_ok")) txt << (obj["digest_ok"].get<bool>() ? " digest ok" : " DIGEST MISMATCH");
+            if (obj.contains("inputs")) {
+              const std::string in = obj["inputs"];
+              txt << (in == "these" ? " computed from these inputs"
+                      : in == "other" ? " COMPUTED FROM OTHER INPUTS (copied from another fixture?)"
+                                      : " inputs unrecorded (written before outputs recorded them)");
+            }
+            txt << "\n";
           }
           if (obj.contains("attrs"))
             for (auto it = obj["attrs"].begin(); it != obj["attrs"].end(); ++it)
@@ -168,16 +176,21 @@ Registration validate_reg{
       struct Opts {
         std::string file;
         bool allow_nonfinite = false;
+        bool outputs = false;
         ts::cli::ReportTarget json;
       };
       auto o = std::make_shared<Opts>();
       app.add_option("file", o->file, "fixture file (HDF5)")->required();
       app.add_flag("--allow-nonfinite", o->allow_nonfinite, "accept NaN/Inf in input tensors");
+      app.add_flag("--outputs", o->outputs,
+                   "also verify every output's content digest (reads every output; default: outputs are "
+                   "checked for shape and for the inputs they record, readers verify what they read)");
       ts::cli::add_json_option(app, o->json, "the verdict");
       ts::cli::set_example(app, "touchstone fixture validate f.h5 --json");
       return [o]() -> int {
         ts::LoadOptions lo;
         lo.allow_nonfinite = o->allow_nonfinite;
+        lo.output_content = o->outputs;
         if (o->json.on()) {
           try {
             o->json.emit(ts::validate_fixture_json(o->file, lo).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");

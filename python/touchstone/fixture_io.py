@@ -239,8 +239,8 @@ def inputs_identity(f):
     `touchstone fixture validate --json` prints it); None when one has no digest (unsealed)."""
     digests = {}
 
-    def visit(name, obj):
-        path = "/" + name
+    def visit(_, obj):
+        path = obj.name
         if isinstance(obj, h5py.Dataset) and _is_input(path):
             tag = obj.attrs.get("digest")
             digests[path] = None if tag is None else (tag.decode() if isinstance(tag, bytes) else str(tag))
