@@ -282,7 +282,7 @@ def test_a_routing_of_another_fixture_is_refused(routed, tmp_path):
 
 
 def test_the_gpu_real_seed_table_script_on_the_cpu_with_stand_ins(ts, tmp_path):
-    """scripts/gpu-real-seed-table's whole chain (routing, one interleaved timing run, both
+    """benchmarks/gpu-real-seed-table's whole chain (routing, one interleaved timing run, both
     gates, the compensation sweep, the table) with the stand-ins on a small fixture."""
     import subprocess
 
@@ -294,11 +294,11 @@ def test_the_gpu_real_seed_table_script_on_the_cpu_with_stand_ins(ts, tmp_path):
                SAGE_DIR=os.path.join(HERE, "sageattention_stand_in"), SPARGE_DIR=SPARGE_STAND_IN,
                PYTHONPATH=HERE, TOUCHSTONE_FLEX_STAND_IN="flex_attention_stand_in",
                PYTHON=sys.executable, WORK=str(tmp_path / "work"), OMP_NUM_THREADS="2")
-    r = subprocess.run([os.path.join(root, "scripts", "gpu-real-seed-table"), ts.exe],
+    r = subprocess.run([os.path.join(root, "benchmarks", "gpu-real-seed-table"), ts.exe],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 2 and "no_such_module" in r.stderr  # a bad spec: exit 2, says which
     env["DENSE"] = "torch_exact_fp64"
-    r = subprocess.run([os.path.join(root, "scripts", "gpu-real-seed-table"), ts.exe],
+    r = subprocess.run([os.path.join(root, "benchmarks", "gpu-real-seed-table"), ts.exe],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     out = tmp_path / "work"
