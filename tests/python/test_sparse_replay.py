@@ -12,7 +12,7 @@ import torch
 
 import touchstone as tsp
 from conftest import HERE, python_module
-from touchstone import cli, kernels, replay, routing
+from touchstone import _native, cli, kernels, replay, routing, tables
 
 SPARGE_STAND_IN = os.path.join(HERE, "spargeattn_stand_in")
 ROUTING = "sol_tau0.5_bf16_nocomp"
@@ -93,6 +93,24 @@ def test_the_stored_routing_is_sols_mask_with_its_geometry(routed):
     assert np.array_equal(np.stack([r.vb_start, r.vb_length], 1), vb)
     assert (r.block_q, r.block_k, r.tokens) == (128, 64, 320)
     assert list(r.vb_start) == [0, 64, 128, 170, 234, 298]  # cut per segment, last ones short
+    assert (r.block_q, r.block_k) == (tables.SOL["block_q"], tables.SOL["block_k"])
+    assert r.attrs["format"] == tables.SOL_ROUTING_FORMAT
+
+
+def test_the_video_blocks_are_cut_by_cpp_with_or_without_their_attributes(routed, monkeypatch):
+    """The package never cuts segments into blocks itself: it reads the cut C++ stored beside the
+    routing, and for a routing without those attributes (more blocks than an attribute holds)
+    asks the extension; without either it says so."""
+    r = routing.read(routed, ROUTING)
+    if _native.core() is not None:
+        again = routing.video_blocks(r.segments, r.block_k, {}, "test")
+        assert np.array_equal(again[0], r.vb_start) and np.array_equal(again[1], r.vb_length)
+    monkeypatch.setattr(_native, "core", lambda: None)
+    with pytest.raises(tsp.CaptureError, match="no extension touchstone._core to cut"):
+        routing.video_blocks(r.segments, r.block_k, {}, "test")
+    bad = dict(r.attrs, video_block_length=np.asarray(r.vb_length) + 1)
+    with pytest.raises(tsp.CaptureError, match="do not tile video segment 'v0'"):
+        routing.video_blocks(r.segments, r.block_k, bad, "test")
 
 
 def test_flex_sol_attends_exactly_sols_pairs_and_matches_sol_without_compensation(routed, stand_ins):
