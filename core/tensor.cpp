@@ -21,8 +21,7 @@ const char* dtype_name(DType t) {
 }
 
 DType dtype_from_name(const std::string& name) {
-  for (DType t : {DType::bf16, DType::f16, DType::f32, DType::f64, DType::i8, DType::u8,
-                  DType::i32, DType::i64}) {
+  for (DType t : kDTypes) {
     if (name == dtype_name(t)) return t;
   }
   if (name == "bf16") return DType::bf16;

@@ -10,6 +10,9 @@
 namespace ts {
 
 enum class DType { bf16, f16, f32, f64, i8, u8, i32, i64 };
+// Every element type, in the enum's order (what `touchstone tables` lists).
+inline constexpr DType kDTypes[] = {DType::bf16, DType::f16, DType::f32, DType::f64,
+                                    DType::i8,   DType::u8,  DType::i32, DType::i64};
 
 const char* dtype_name(DType t);
 DType dtype_from_name(const std::string& name);  // throws InputError

@@ -19,4 +19,19 @@ struct ReplayTimingDefaults {
 inline constexpr PairedTimingDefaults kGateTiming{10, 1, 2};
 inline constexpr ReplayTimingDefaults kReplayTiming{20, 3, 3};
 
+// The attributes of /timings/<name> that say how its samples were taken: the clock
+// (gates/verdict.hpp kClock*), one timing run id for every sample, or one per sample
+// (samples of one run pair by index with another kernel's of the same run).
+inline constexpr const char* kClockAttr = "clock";
+inline constexpr const char* kTimingRunAttr = "timing_run";
+inline constexpr const char* kTimingRunsAttr = "timing_runs";
+
+// A stored time faster than this dense-equivalent rate (4 S^2 H D FLOPs per call) is not
+// trusted: a timer that missed the kernel, samples in seconds taken for ms. The ceiling is
+// several times the fastest dense-equivalent rate measured (SageAttention's Hopper kernel on
+// the H200: 790 TFLOP/s; a routed kernel's dense-equivalent rate is higher by 1/density, hence
+// the margin). The gate's evidence (drivers/run_cases.cpp) and Python's sage-fidelity
+// (through `touchstone tables`) judge by the same figure.
+inline constexpr double kMistrustCeilingTflops = 50000;
+
 }  // namespace ts

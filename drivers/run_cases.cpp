@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/progress.hpp"
+#include "core/timing_defaults.hpp"
 #include "drivers/measurement_evidence.hpp"
 #include "drivers/run_estimate.hpp"
 #include "fixtures/attention_inputs.hpp"
@@ -48,12 +49,9 @@ GateFile accuracy_gate(const GateFile& g) {
   return out;
 }
 
-// A stored time faster than any GPU computes dense attention (a timer that
-// missed the kernel, samples in seconds taken for ms) would decide a speed rule
-// on a fiction. The ceiling is several times the fastest dense-equivalent rate
-// measured (SageAttention's Hopper kernel on the H200: 790 TFLOP/s; a routed kernel's
-// dense-equivalent rate is higher by 1/density, hence the margin).
-constexpr double kCeilingTflops = 50000;
+// A stored time faster than any GPU computes dense attention would decide a
+// speed rule on a fiction (core/timing_defaults.hpp kMistrustCeilingTflops).
+constexpr double kCeilingTflops = kMistrustCeilingTflops;
 
 std::optional<std::string> implausible_time(const AttentionBackend& b, const BlockConfig& config) {
   const auto t = b.stored_timings_ms();

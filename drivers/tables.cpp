@@ -3,11 +3,14 @@
 #include "core/block_stage_table.hpp"
 #include "core/config_json.hpp"
 #include "core/timing_defaults.hpp"
+#include "core/tensor.hpp"
+#include "fixtures/digest.hpp"
 #include "fixtures/fixture.hpp"
 #include "gates/gate_file.hpp"
 #include "gates/metrics.hpp"
 #include "gates/report.hpp"
 #include "gates/verdict.hpp"
+#include "reference/attention_sol.hpp"
 #include "reference/sage2_presets.hpp"
 
 namespace ts {
@@ -27,6 +30,32 @@ nlohmann::json dim_json(StageDim d) {
     case StageDim::ffn2: return {{"key", "ffn_hidden"}, {"factor", 2}};
   }
   return nullptr;
+}
+
+// What a fixture's datasets and attributes are named and how they are stored, as C++
+// writes and checks them (docs/fixture-format.md): the content digest, the element types,
+// the attributes of an output and of its timings.
+nlohmann::json fixture_format_json() {
+  nlohmann::json dtypes = nlohmann::json::array();
+  for (DType t : kDTypes) dtypes.push_back({{"name", dtype_name(t)}, {"bytes", dtype_bytes(t)}});
+  // An output's attributes as output_attrs writes them: those always written, and those
+  // written when known (wall_ms).
+  nlohmann::json required = nlohmann::json::array(), optional = nlohmann::json::array();
+  const nlohmann::json bare = output_attrs("b", nlohmann::json::object(), std::nullopt);
+  for (const auto& [k, v] : bare.items()) required.push_back(k);
+  const nlohmann::json timed = output_attrs("b", nlohmann::json::object(), 1.0);
+  for (const auto& [k, v] : timed.items())
+    if (!bare.contains(k)) optional.push_back(k);
+  return {
+      {"digest", {{"scheme", digest::kScheme}, {"leaf_bytes", digest::kLeafBytes}, {"attribute", digest::kAttr}}},
+      {"dtypes", dtypes},
+      // bfloat16 (and float16 where HDF5's half type is not used) are stored as their uint16
+      // bits with this attribute naming the type (fixtures/h5_detail.cpp).
+      {"dtype_attribute", "dtype"},
+      {"uint16_dtypes", nlohmann::json::array({dtype_name(DType::bf16), dtype_name(DType::f16)})},
+      {"output_attrs", {{"required", required}, {"optional", optional}}},
+      {"timing_attrs", {{"clock", kClockAttr}, {"timing_run", kTimingRunAttr}, {"timing_runs", kTimingRunsAttr}}},
+  };
 }
 
 }  // namespace
@@ -67,7 +96,9 @@ nlohmann::json export_tables() {
                                 {"rms_eps", defaults.rms_eps},
                                 {"rope_theta", defaults.rope_theta},
                                 {"qkv_layout", defaults.qkv_layout}}}}},
+      {"fixture_format", fixture_format_json()},
       {"clocks", {kClockDevice, kClockHost}},
+      {"clock_names", {{"device", kClockDevice}, {"host", kClockHost}}},
       {"timing", {{"gate", {{"pairs", kGateTiming.pairs}, {"warmup", kGateTiming.warmup},
                             {"rotate", kGateTiming.rotate}}},
                   {"replay", {{"reps", kReplayTiming.reps}, {"warmup", kReplayTiming.warmup},
@@ -76,6 +107,12 @@ nlohmann::json export_tables() {
       {"metrics", gate_metric_names()},
       {"terminal", {{"default_width", kDefaultTerminalWidth}, {"min_width", kMinTerminalWidth}}},
       {"verdicts", verdicts},
+      {"sol", {{"routing_format", kSolRoutingFormat},
+               {"block_q", SolConfig{}.block_q},
+               {"block_k", SolConfig{}.block_k},
+               {"block_k_max", kSolMaxBlockK},
+               {"routing_attr_max_video_blocks", kSolRoutingAttrMaxVideoBlocks}}},
+      {"mistrust", {{"ceiling_tflops", kMistrustCeilingTflops}}},
   };
 }
 

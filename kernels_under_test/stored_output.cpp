@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "core/printable.hpp"
 #include "core/suggest.hpp"
+#include "core/timing_defaults.hpp"
 #include "fixtures/fixture.hpp"
 #include "fixtures/output_check.hpp"
 
@@ -35,7 +36,7 @@ class StoredBackend final : public AttentionBackend {
         }
       timings_ = t.data;
       const nlohmann::json a = read_attrs(fixture_, timings);
-      clock_ = a.contains("clock") && a["clock"].is_string() ? a["clock"].get<std::string>() : "unknown";
+      clock_ = a.contains(kClockAttr) && a[kClockAttr].is_string() ? a[kClockAttr].get<std::string>() : "unknown";
       runs_ = timing_runs(a, timings, timings_->size());
     }
   }
@@ -77,10 +78,10 @@ class StoredBackend final : public AttentionBackend {
   // `timing_runs`: a JSON array of one run id per sample; else `timing_run`:
   // one id for every sample; else none (unknown).
   std::vector<std::string> timing_runs(const nlohmann::json& a, const std::string& where, size_t n) const {
-    if (a.contains("timing_runs")) {
+    if (a.contains(kTimingRunsAttr)) {
       nlohmann::json ids;
       try {
-        ids = a["timing_runs"].is_string() ? nlohmann::json::parse(a["timing_runs"].get<std::string>()) : a["timing_runs"];
+        ids = a[kTimingRunsAttr].is_string() ? nlohmann::json::parse(a[kTimingRunsAttr].get<std::string>()) : a[kTimingRunsAttr];
       } catch (const nlohmann::json::exception&) {
         throw InputError(fixture_ + ": " + where + ": attribute timing_runs is not a JSON array of strings");
       }
@@ -95,8 +96,8 @@ class StoredBackend final : public AttentionBackend {
       }
       return out;
     }
-    if (a.contains("timing_run") && a["timing_run"].is_string() && !a["timing_run"].get<std::string>().empty())
-      return std::vector<std::string>(n, a["timing_run"].get<std::string>());
+    if (a.contains(kTimingRunAttr) && a[kTimingRunAttr].is_string() && !a[kTimingRunAttr].get<std::string>().empty())
+      return std::vector<std::string>(n, a[kTimingRunAttr].get<std::string>());
     return {};
   }
 };

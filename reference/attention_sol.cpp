@@ -370,8 +370,8 @@ std::vector<uint8_t> sol_route(const std::vector<double>& r, const SolConfig& c)
 
 void sol_check(const AttentionProblem& problem, const SolConfig& c) {
   problem.validate();
-  if (c.block_q <= 0 || c.block_k <= 0 || c.block_k > 1024)
-    throw InputError("sol: block_q must be positive and block_k in [1, 1024]");
+  if (c.block_q <= 0 || c.block_k <= 0 || c.block_k > kSolMaxBlockK)
+    throw InputError("sol: block_q must be positive and block_k in [1, " + std::to_string(kSolMaxBlockK) + "]");
   if (c.precision != SolPrecision::bf16 && problem.q.D > 1024)
     throw InputError("sol: int8 precision needs head_dim <= 1024");
 }
@@ -447,7 +447,7 @@ ResultDataset sol_routing_dataset(const SolPrepared& pr, const SolConfig& c) {
     starts.push_back(pr.blocks[id].start);
     lengths.push_back(pr.blocks[id].length);
   }
-  d.attrs = {{"format", "touchstone.sol_routing/1"},
+  d.attrs = {{"format", kSolRoutingFormat},
              {"block_q", c.block_q},
              {"block_k", c.block_k},
              {"tokens", pr.S},
@@ -459,7 +459,7 @@ ResultDataset sol_routing_dataset(const SolPrepared& pr, const SolConfig& c) {
              {"params", sol_params(c).dump()}};
   // The video blocks follow from segments and block_k; stored too where they fit an
   // attribute (HDF5's 64 KiB), so a reader checks its derivation instead of trusting it.
-  if (pr.VB <= 4096) {
+  if (pr.VB <= kSolRoutingAttrMaxVideoBlocks) {
     d.attrs["video_block_start"] = starts;
     d.attrs["video_block_length"] = lengths;
   }
@@ -501,8 +501,9 @@ SolConfig sol_config_from(BackendParams& p, std::string* out_name) {
   c.tau = p.get_double("tau", def.tau);
   c.block_q = p.get_int("block_q", def.block_q);
   c.block_k = p.get_int("block_k", def.block_k);
-  if (c.block_q <= 0 || c.block_k <= 0 || c.block_k > 1024 || c.block_q > (1 << 20))
-    throw InputError("backend '" + p.spec() + "': block_q must be positive and block_k in [1, 1024]");
+  if (c.block_q <= 0 || c.block_k <= 0 || c.block_k > kSolMaxBlockK || c.block_q > (1 << 20))
+    throw InputError("backend '" + p.spec() + "': block_q must be positive and block_k in [1, " +
+                     std::to_string(kSolMaxBlockK) + "]");
   const std::string sel = p.get_choice("selector", "zscore", {"zscore", "topk", "cdf"});
   c.selector = sel == "zscore" ? SolSelector::zscore : sel == "topk" ? SolSelector::topk : SolSelector::cdf;
   c.topk = p.get_double("topk", def.topk);

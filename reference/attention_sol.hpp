@@ -13,6 +13,14 @@
 
 namespace ts {
 
+// The routing dataset's `format` attribute (`--store-routing`, docs/fixture-format.md), the
+// largest block_k, and the most video blocks whose starts and lengths are also stored as
+// attributes (HDF5 keeps an attribute within 64 KiB): facts other languages read through
+// `touchstone tables` (drivers/tables.cpp) instead of copying them.
+inline constexpr const char* kSolRoutingFormat = "touchstone.sol_routing/1";
+inline constexpr int64_t kSolMaxBlockK = 1024;
+inline constexpr int64_t kSolRoutingAttrMaxVideoBlocks = 4096;
+
 enum class SolSelector { zscore, topk, cdf };
 enum class SolPrecision { bf16, int8_qk, int8_qk_pv };
 

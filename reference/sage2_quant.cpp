@@ -65,7 +65,7 @@ int64_t ScaleLayout::index(int64_t s) const {
 
 namespace {
 // rcp.approx.ftz.f32 of 1 + m/128, m = 0..127 (every bf16 mantissa), read on
-// the H200 (scripts/gpu-division-facts --rcp-only, 2026-12-01). 20 entries are
+// the H200 (benchmarks/gpu-division-facts --rcp-only, 2026-12-01). 20 entries are
 // one ulp off the correctly rounded reciprocal (m = 4, 6, 11, 13, 20, 22, 37,
 // 38, 51, 61, 65, 66, 81, 91, 109, 115, 116, 118, 121, 127); 1/127, 1/2.25 and
 // 1/448 are not among them. The instruction scales with the exponent (the

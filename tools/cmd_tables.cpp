@@ -59,6 +59,16 @@ int run(const Opts& o) {
   txt << "\ntiming defaults: gate --pairs " << g["pairs"] << " --warmup " << g["warmup"] << " --rotate "
             << g["rotate"] << "; python3 -m touchstone replay --reps " << r["reps"] << " --warmup "
             << r["warmup"] << " --rotate " << r["rotate"] << "\n";
+  const auto& ff = t["fixture_format"];
+  txt << "element types:";
+  for (const auto& d : ff["dtypes"]) txt << " " << d["name"].get<std::string>();
+  txt << "\ncontent digest: " << ff["digest"]["scheme"].get<std::string>() << " (leaves of "
+      << ff["digest"]["leaf_bytes"] << " bytes)\n";
+  const auto& sol = t["sol"];
+  txt << "sol routing: " << sol["routing_format"].get<std::string>() << ", block_q " << sol["block_q"]
+      << ", block_k " << sol["block_k"] << " (at most " << sol["block_k_max"] << ")\n";
+  txt << "mistrusted: a stored time faster than " << t["mistrust"]["ceiling_tflops"].get<double>()
+      << " TFLOP/s dense-equivalent\n";
   std::cout << ts::wrap_each_line(txt.str(), ts::terminal_width());
   return ts::kPass;
 }

@@ -19,6 +19,7 @@
 #include "gates/metrics.hpp"
 #include "gates/report.hpp"
 #include "gates/verdict.hpp"
+#include "reference/attention_sol.hpp"
 
 namespace py = pybind11;
 
@@ -84,6 +85,16 @@ PYBIND11_MODULE(_core, m) {
           return py::make_tuple(to_array(t), std::string(ts::dtype_name(t.dtype)));
         },
         py::arg("path"), py::arg("dataset"), "(float64 array, storage type name) of one dataset");
+  m.def("sol_video_blocks",
+        [](const std::string& segments_json, int64_t block_k) {
+          std::vector<std::pair<int64_t, int64_t>> out;
+          for (const auto& b : ts::sol_key_blocks(ts::segments_from_json(segments_json, "segments"), block_k))
+            if (b.video) out.emplace_back(b.start, b.length);
+          return out;
+        },
+        py::arg("segments_json"), py::arg("block_k"),
+        "sol's video key blocks as [(start, length), ...]: each video segment cut into block_k tokens "
+        "from its own start (reference/attention_sol.hpp sol_key_blocks)");
   m.def("has_dataset", &ts::has_dataset);
   m.def("list_group", &ts::list_group);
   m.def("metrics_json",

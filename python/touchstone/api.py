@@ -16,7 +16,7 @@ import subprocess
 
 import numpy as np
 
-from . import _native, storage
+from . import _native, storage, tables
 from .schema import CaptureError
 
 
@@ -122,7 +122,7 @@ def _as_float64(x, fixture, core):
             raise CaptureError(f"compare: {x!r} names a stored tensor; give fixture=")
         return core.read_tensor(fixture, _dataset_of(fixture, x, core))
     stored, dtype = storage.to_storage(x)
-    if dtype == "bfloat16":
+    if dtype == tables.BFLOAT16:
         return storage.bf16_bits_to_float32(stored).astype(np.float64), dtype
     return np.asarray(stored, dtype=np.float64), dtype
 

@@ -52,7 +52,7 @@ def _parser():
             columns,
             "Runs kernels on the fixture's q, k, v and stores each one's output as "
             "/outputs/NAME/attention and its timing samples as /timings/NAME (attribute clock: "
-            "device_events on a GPU, host_steady on the CPU), so that",
+            f"{tables.CLOCK_DEVICE} on a GPU, {tables.CLOCK_HOST} on the CPU), so that",
             "  touchstone gate --gate G --fixture F --baseline B --candidate stored:NAME",
             "judges it. Several --kernel are timed interleaved in ONE timing run (warm-up rounds, "
             "then --reps rounds K1 K2 ... Kn, inputs rotated): their /timings share the attribute "
@@ -138,7 +138,9 @@ def _parser():
     s.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     s.add_argument("--reps", type=int, default=5)
     s.add_argument("--mistrust-ratio", type=float, default=4.0)
-    s.add_argument("--ceiling-tflops", type=float, default=5000.0)
+    s.add_argument("--ceiling-tflops", type=float, default=tables.MISTRUST_CEILING_TFLOPS,
+                   help="a real kernel faster than this dense-equivalent rate is MISTRUSTED "
+                        f"(default {tables.MISTRUST_CEILING_TFLOPS:g}, the gate's own)")
     s.add_argument("--json", action="store_true")
     return p
 

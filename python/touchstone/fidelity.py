@@ -12,10 +12,10 @@ intermediate. Each preset gets one status:
   MISTRUSTED  the real kernel itself is implausible, so it cannot judge the emulation (benchdnn's
               status for a broken reference): a non-finite output, an output farther from exact
               than `mistrust_ratio` (4) x the emulation's own distance from exact, or a time
-              faster than `ceiling_tflops` for the 4*S^2*H*D FLOPs of attention (default 5000
-              TFLOP/s dense-equivalent: above the dense INT8/FP8 tensor-core peak of the H200,
-              1979, and of the B200, 4500; the real sm90 kernel reaches 790 on the H200 at
-              block24; raise it for a faster GPU).
+              faster than `ceiling_tflops` for the 4*S^2*H*D FLOPs of attention (default: the
+              ceiling by which the gate mistrusts a stored kernel's time, tables.py
+              MISTRUST_CEILING_TFLOPS, core/timing_defaults.hpp; the real sm90 kernel reaches
+              790 TFLOP/s on the H200 at block24).
 The run exits 1 when a preset is OUTSIDE (a trusted kernel disagrees with the emulation),
 else 2 when one is MISTRUSTED (nothing trustworthy to judge against), else 0.
 """
@@ -43,7 +43,7 @@ def attention_flops(S, H, D):
 
 
 def mistrust_reasons(real_vs_exact, emu_vs_exact, real_nonfinite, median_ms, flops,
-                     mistrust_ratio=4.0, ceiling_tflops=5000.0):
+                     mistrust_ratio=4.0, ceiling_tflops=tables.MISTRUST_CEILING_TFLOPS):
     """Why a real kernel's result is not a reference (empty: it is plausible)."""
     why = []
     if real_nonfinite:
@@ -84,7 +84,8 @@ class _Touchstone:
 
 
 def run(touchstone, out, presets=tables.SAGE2_ONE_PER_FUNCTION, target=2e-3, seed=7, fixture_preset="ci",
-        device="auto", reps=5, mistrust_ratio=4.0, ceiling_tflops=5000.0, log=sys.stderr):
+        device="auto", reps=5, mistrust_ratio=4.0, ceiling_tflops=tables.MISTRUST_CEILING_TFLOPS,
+        log=sys.stderr):
     """Runs the check; returns (report dict, exit code 0 / 1 / 2)."""
     ts = _Touchstone(touchstone)
     for p in presets:

@@ -78,7 +78,7 @@ def time_rounds(fns, inputs, reps, warmup, device, torch):
                 stop.synchronize()
                 ms[j].append(start.elapsed_time(stop))
                 call += 1
-        return ms, "device_events"
+        return ms, tables.CLOCK_DEVICE
     for r in range(reps):
         for j in _round(len(fns), r):
             fn = fns[j]
@@ -86,7 +86,7 @@ def time_rounds(fns, inputs, reps, warmup, device, torch):
             fn(*inputs[call % len(inputs)][j])
             ms[j].append((time.perf_counter_ns() - t0) / 1e6)
             call += 1
-    return ms, "host_steady"
+    return ms, tables.CLOCK_HOST
 
 
 def _names(kernels_, name):
@@ -220,7 +220,7 @@ def replay(fixture, kernel, *, name=None, device="auto", reps=tables.REPLAY_TIMI
             params["kernel_info"] = info
         if len(ks) > 1:
             params["interleaved_with"] = [n for n in names if n != names[j]]
-        tattrs = {"timing_run": run_id, "device": device_name, "round_order": j}
+        tattrs = {tables.TIMING_ATTRS["timing_run"]: run_id, "device": device_name, "round_order": j}
         entries.append(dict(name=names[j], tensor=o, timings_ms=ms[j], clock=clock,
                             params=params, intermediates=dumped, timing_attrs=tattrs))
         results.append({"fixture": fixture, "name": names[j], "kernel": kern.name,

@@ -2,9 +2,9 @@
 them (/outputs/<name>/routing, docs/fixture-format.md), and their translation into the block
 grids of real sparse kernels (FlexAttention's BlockMask, SpargeAttn's mask_id).
 
-sol's geometry: query blocks of block_q tokens from token 0 over the packed sequence; key blocks
-cut per video segment into block_k tokens (the last of a segment may be short); conditioning
-tokens are attended by every query. routing[h, i, j] = 1: query block i of head h attends video
+sol's geometry: query blocks of block_q tokens from token 0 over the packed sequence; video key
+blocks as C++ cut them (stored beside the routing, or through the extension for a routing of more
+blocks than attributes hold); conditioning tokens are attended by every query. routing[h, i, j] = 1: query block i of head h attends video
 block j. A kernel's grid is (gq, gk) blocks from token 0; a grid block is "full" when every one
 of its (query, key) pairs is one sol attends, "partial" when some are, "empty" when none are.
 """
@@ -14,22 +14,22 @@ import json
 import h5py
 import numpy as np
 
-from . import fixture_io
+from . import _native, fixture_io, tables
 from .schema import CaptureError
 
-FORMAT = "touchstone.sol_routing/1"
+FORMAT = tables.SOL_ROUTING_FORMAT
 
 
 class Routing:
     """One stored routing: mask uint8 [H, QB, VB], block_q, block_k, tokens S, the segments
-    (dicts name, kind, start, length) and the video blocks' starts and lengths."""
+    (dicts name, kind, start, length) and the video blocks' starts and lengths (int64 [VB])."""
 
-    def __init__(self, name, mask, block_q, block_k, segments, attrs):
+    def __init__(self, name, mask, block_q, block_k, segments, attrs, vb_start, vb_length):
         self.name, self.mask, self.block_q, self.block_k = name, mask, block_q, block_k
         self.segments, self.attrs = segments, attrs
         self.heads, self.query_blocks, self.video_blocks = mask.shape
         self.tokens = sum(s["length"] for s in segments)
-        self.vb_start, self.vb_length = video_blocks(segments, block_k)
+        self.vb_start, self.vb_length = vb_start, vb_length
 
     def token_video_block(self):
         """int64 [S]: each key token's video block, or VB (one past the last) for conditioning."""
@@ -47,17 +47,43 @@ class Routing:
         return (keys * qlen[None, :]).sum(axis=1)
 
 
-def video_blocks(segments, block_k):
-    """(starts, lengths) int64 of sol's video key blocks (reference/attention_sol.cpp
-    sol_key_blocks): each video segment cut into block_k tokens from its own start."""
-    starts, lengths = [], []
+def video_blocks(segments, block_k, attrs=None, where="routing"):
+    """(starts, lengths) int64 of sol's video key blocks as C++ cuts them
+    (reference/attention_sol.hpp sol_key_blocks): the routing's own attributes
+    video_block_start / video_block_length where it has them (C++ stores them for up to
+    tables.SOL["routing_attr_max_video_blocks"] blocks), else the extension's cut. Checked to
+    tile the video segments in blocks of at most block_k tokens; CaptureError otherwise."""
+    attrs = attrs or {}
+    if "video_block_start" in attrs and "video_block_length" in attrs:
+        starts = np.asarray(attrs["video_block_start"], dtype=np.int64).reshape(-1)
+        lengths = np.asarray(attrs["video_block_length"], dtype=np.int64).reshape(-1)
+    else:
+        core = _native.core()
+        if core is None:
+            raise CaptureError(f"{where}: no video_block_start / video_block_length attributes "
+                               f"(a routing of more than {tables.SOL['routing_attr_max_video_blocks']}"
+                               " video blocks) and no extension touchstone._core to cut the "
+                               f"segments into sol's blocks ({_native.why_not()})")
+        cut = core.sol_video_blocks(json.dumps(segments), int(block_k))
+        starts = np.asarray([s for s, _ in cut], dtype=np.int64)
+        lengths = np.asarray([n for _, n in cut], dtype=np.int64)
+    # Each video segment covered from its start to its end, in order, by blocks of 1..block_k.
+    at = 0
     for s in segments:
         if s["kind"] != "video":
             continue
-        for t in range(s["start"], s["start"] + s["length"], block_k):
-            starts.append(t)
-            lengths.append(min(block_k, s["start"] + s["length"] - t))
-    return np.asarray(starts, dtype=np.int64), np.asarray(lengths, dtype=np.int64)
+        t = s["start"]
+        while t < s["start"] + s["length"]:
+            if (at >= len(starts) or starts[at] != t or not 1 <= lengths[at] <= block_k
+                    or t + lengths[at] > s["start"] + s["length"]):
+                raise CaptureError(f"{where}: its video blocks do not tile video segment "
+                                   f"{s.get('name', '?')!r} in blocks of at most "
+                                   f"block_k={block_k} tokens")
+            t += int(lengths[at])
+            at += 1
+    if at != len(starts) or len(starts) != len(lengths):
+        raise CaptureError(f"{where}: {len(starts)} video blocks stored, the video segments hold {at}")
+    return starts, lengths
 
 
 def _text(v):
@@ -108,16 +134,12 @@ def read(path, name):
     strip = [{k: s[k] for k in ("kind", "start", "length")} for s in segments]
     if strip != [{k: s[k] for k in ("kind", "start", "length")} for s in config_segments]:
         raise CaptureError(f"{where}: its segments are not the fixture's /config segments")
-    r = Routing(name, mask, block_q, block_k, segments, attrs)
+    vb_start, vb_length = video_blocks(segments, block_k, attrs, where)
+    r = Routing(name, mask, block_q, block_k, segments, attrs, vb_start, vb_length)
     qb = -(-r.tokens // block_q)
     if mask.shape != (heads, qb, len(r.vb_start)):
         raise CaptureError(f"{where}: shape {mask.shape}, expected [{heads}, {qb}, "
                            f"{len(r.vb_start)}] (heads, ceil(S/block_q), video blocks)")
-    for key, derived in (("video_block_start", r.vb_start), ("video_block_length", r.vb_length)):
-        if key in attrs and not np.array_equal(np.asarray(attrs[key], dtype=np.int64).reshape(-1),
-                                               derived):
-            raise CaptureError(f"{where}: attribute {key} disagrees with the segments cut into "
-                               f"block_k={block_k}")
     if mask.max(initial=0) > 1:
         raise CaptureError(f"{where}: values other than 0 and 1")
     return r

@@ -2,11 +2,12 @@
 in, numpy as stored out, and back."""
 import numpy as np
 
+from . import tables
 from .schema import CaptureError
 
-_NATIVE = {np.dtype(np.float16): "float16", np.dtype(np.float32): "float32",
-           np.dtype(np.float64): "float64", np.dtype(np.int8): "int8", np.dtype(np.uint8): "uint8",
-           np.dtype(np.int32): "int32", np.dtype(np.int64): "int64"}
+BF16, F16 = tables.BFLOAT16, tables.FLOAT16
+# numpy's own types under the names fixtures give them (every type but bfloat16).
+_NATIVE = {np.dtype(name): name for name in tables.DTYPES if name != BF16}
 
 
 def is_torch(x):
@@ -21,18 +22,17 @@ def to_storage(x, bf16_bits=False):
 
         t = x.detach().cpu().contiguous()
         if t.dtype == torch.bfloat16:
-            return t.view(torch.int16).numpy().view(np.uint16), "bfloat16"
+            return t.view(torch.int16).numpy().view(np.uint16), BF16
         x = t.numpy()
     a = np.ascontiguousarray(np.asarray(x))
-    if a.dtype.name == "bfloat16":  # ml_dtypes / jax numpy bfloat16
-        return a.view(np.uint16), "bfloat16"
+    if a.dtype.name == "bfloat16":  # ml_dtypes / jax numpy bfloat16 (numpy's name, not the table's)
+        return a.view(np.uint16), BF16
     if a.dtype == np.uint16:
         if not bf16_bits:
             raise CaptureError("uint16 array: pass bf16_bits=True if it holds bfloat16 bits")
-        return a, "bfloat16"
+        return a, BF16
     if a.dtype not in _NATIVE:
-        raise CaptureError(f"unsupported element type {a.dtype} (expected bfloat16, float16, "
-                           "float32, float64, int8, uint8, int32, int64)")
+        raise CaptureError(f"unsupported element type {a.dtype} (expected {', '.join(tables.DTYPES)})")
     return a, _NATIVE[a.dtype]
 
 
@@ -49,17 +49,19 @@ def float32_to_bf16_bits(a):
 
 
 def storage_dtype(ds):
-    """The element type a dataset holds: 'bfloat16' by attribute, else numpy's name."""
-    tag = ds.attrs.get("dtype")
+    """The element type a dataset holds: bfloat16 (or float16 as bits) by attribute, else numpy's
+    name."""
+    tag = ds.attrs.get(tables.DTYPE_ATTRIBUTE)
     if isinstance(tag, bytes):
         tag = tag.decode()
-    if tag in ("bfloat16", "float16"):
+    if tag in tables.UINT16_DTYPES:
         if ds.dtype != np.uint16:
-            raise CaptureError(f"{ds.file.filename}: {ds.name}: dtype attribute {tag!r} on a "
-                               f"{ds.dtype} dataset (expected uint16)")
+            raise CaptureError(f"{ds.file.filename}: {ds.name}: {tables.DTYPE_ATTRIBUTE} attribute "
+                               f"{tag!r} on a {ds.dtype} dataset (expected uint16)")
         return tag
     if ds.dtype == np.uint16:
-        raise CaptureError(f"{ds.file.filename}: {ds.name}: uint16 without dtype=\"bfloat16\"")
+        raise CaptureError(f"{ds.file.filename}: {ds.name}: uint16 without "
+                           f"{tables.DTYPE_ATTRIBUTE}=\"{BF16}\"")
     return ds.dtype.name
 
 
@@ -71,9 +73,9 @@ def read_array(ds):
 def stored_to_array(ds, a):
     """read_array of values `a` already read from `ds` as stored (read once, digest and value)."""
     kind = storage_dtype(ds)
-    if kind == "bfloat16":
+    if kind == BF16:
         return bf16_bits_to_float32(a)
-    if kind == "float16" and a.dtype == np.uint16:
+    if kind == F16 and a.dtype == np.uint16:
         return a.view(np.float16)
     return a
 
@@ -81,9 +83,9 @@ def stored_to_array(ds, a):
 def to_torch(ds, torch):
     """A dataset as a torch tensor in its storage type (bfloat16 stays bfloat16)."""
     kind, a = storage_dtype(ds), ds[()]
-    if kind == "bfloat16":
+    if kind == BF16:
         return torch.from_numpy(np.ascontiguousarray(a).view(np.int16)).view(torch.bfloat16)
-    if kind == "float16" and a.dtype == np.uint16:
+    if kind == F16 and a.dtype == np.uint16:
         a = a.view(np.float16)
     return torch.from_numpy(np.ascontiguousarray(a))
 
@@ -93,12 +95,10 @@ def cast_like(x, kind):
     if is_torch(x):
         import torch
 
-        dt = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32,
-              "float64": torch.float64}[kind]
-        return to_storage(x.detach().to(dt))
+        return to_storage(x.detach().to(getattr(torch, kind)))  # torch names its types alike
     a = np.asarray(x)
-    if kind == "bfloat16":
+    if kind == BF16:
         if a.dtype == np.uint16:
             return to_storage(a, bf16_bits=True)
-        return float32_to_bf16_bits(a.astype(np.float32)), "bfloat16"
+        return float32_to_bf16_bits(a.astype(np.float32)), BF16
     return to_storage(a.astype(kind))

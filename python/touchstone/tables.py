@@ -1,6 +1,9 @@
 """The tables the package reads from touchstone's C++ side instead of keeping copies (README.md,
 "Tables, not copies"): the block's stages and their shapes, the sage2 presets, the fixture size
-presets, the timing defaults, /config's required keys and defaults, the version.
+presets, the timing defaults, /config's required keys and defaults, the fixture format (content
+digest, element types, the attributes of outputs and timings), sol's routing format and block
+geometry, the mistrust ceiling, the version. tests/python/test_tables.py fails on a module of
+the package that holds a copy of one of them.
 
 They come from the extension (touchstone._core.tables_json()) where it loads, else from
 tables.json beside this file: the output of `touchstone tables --json`, written by
@@ -50,6 +53,32 @@ TERMINAL_WIDTH = TABLES["terminal"]["default_width"]
 TERMINAL_MIN_WIDTH = TABLES["terminal"]["min_width"]
 # Every verdict a CandidateVerdict's .verdict can be, in C++'s order (gates/verdict.hpp).
 VERDICTS = tuple(TABLES["verdicts"])
+# How fixtures store things (docs/fixture-format.md; fixtures/digest.hpp, fixtures/fixture.hpp).
+FIXTURE_FORMAT = TABLES["fixture_format"]
+DIGEST_SCHEME = FIXTURE_FORMAT["digest"]["scheme"]
+DIGEST_LEAF_BYTES = FIXTURE_FORMAT["digest"]["leaf_bytes"]
+DIGEST_ATTRIBUTE = FIXTURE_FORMAT["digest"]["attribute"]
+# Element types by their names in fixtures, in C++'s order (core/tensor.hpp kDTypes).
+DTYPES = tuple(d["name"] for d in FIXTURE_FORMAT["dtypes"])
+DTYPE_BYTES = {d["name"]: d["bytes"] for d in FIXTURE_FORMAT["dtypes"]}
+# The attribute naming a dataset's element type, and the types stored as their uint16 bits
+# with it: bfloat16, then float16 (C++ lists them in that order).
+DTYPE_ATTRIBUTE = FIXTURE_FORMAT["dtype_attribute"]
+UINT16_DTYPES = tuple(FIXTURE_FORMAT["uint16_dtypes"])
+BFLOAT16, FLOAT16 = UINT16_DTYPES
+# The attributes every /outputs/<name>/<tensor> carries, and those it carries when known.
+OUTPUT_ATTRS = tuple(FIXTURE_FORMAT["output_attrs"]["required"])
+OUTPUT_ATTRS_OPTIONAL = tuple(FIXTURE_FORMAT["output_attrs"]["optional"])
+# The attributes of /timings/<name> C++ reads: its clock, one timing run id for all samples
+# (timing_run) or one per sample (timing_runs).
+TIMING_ATTRS = dict(FIXTURE_FORMAT["timing_attrs"])
+CLOCK_DEVICE = TABLES["clock_names"]["device"]
+CLOCK_HOST = TABLES["clock_names"]["host"]
+# sol's routing dataset (`reference --backend sol ... --store-routing`) and its block defaults.
+SOL = dict(TABLES["sol"])
+SOL_ROUTING_FORMAT = SOL["routing_format"]
+# A stored kernel faster than this dense-equivalent rate is MISTRUSTED (its timer missed it).
+MISTRUST_CEILING_TFLOPS = TABLES["mistrust"]["ceiling_tflops"]
 CONFIG_REQUIRED = tuple(TABLES["config"]["required"])
 # /config keys stored as int64 (the rest are float64 or text): as C++ writes them.
 CONFIG_INT_KEYS = tuple(k for k, v in next(iter(FIXTURE_PRESETS.values())).items()

@@ -132,7 +132,7 @@ TEST_CASE("gate driver: a device backend without a device is an input error befo
 }
 
 TEST_CASE("gate driver: a real kernel's stored timings against the default emulation baseline: accuracy decides") {
-  // Issue 22: a good float16-like kernel, stored with host-clock timings, was REJECTed on
+  // A good float16-like kernel, stored with host-clock timings, was once REJECTed on
   // not_slower against the sage2 CPU emulation. The emulation's time is not a kernel's.
   const std::string f = fixture_with("vs_emulation", {timing("fast", {30, 31, 29, 30, 30, 31, 29}, ts::kClockHost)});
   ts::GateRunOptions o;

@@ -1,5 +1,5 @@
-// A/A: a kernel judged against itself must be neither faster nor slower
-// (issue 22). Two parts:
+// A/A: a kernel judged against itself must be neither faster nor slower.
+// Two parts:
 // 1. The rate: 20 000 seeded A/A comparisons with per-round drift, through the
 //    intervals the gate uses (gates/speed_interval.hpp), at the shipped gates'
 //    confidence 0.98: false "faster" and false "slower" each at most 1 %.

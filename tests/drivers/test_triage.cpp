@@ -1,4 +1,4 @@
-// Triage on planted faults (issue 23, done-means 1): each fault, stored as an
+// Triage on planted faults: each fault, stored as an
 // output in a copy of a `ci` fixture, is ranked first by `triage` and named in
 // the gate's failing line; the decomposition of sol combines to its total.
 #include <cmath>

@@ -129,7 +129,7 @@ TEST_CASE("what import-report writes, gate --measurements reads") {
 
 TEST_CASE("large gate, measurements and report files are read in linear time") {
   // 100 000 rules, and a report and a measurements file of 100 000 backends:
-  // quadratic reading took minutes at this size (issue 12, item 6).
+  // quadratic reading took minutes at this size.
   std::string rules;
   for (int i = 0; i < 100000; ++i)
     rules += std::string(i ? "," : "") + R"({"id": "r)" + std::to_string(i) + R"(", "metric": "rel_l2", "max": 0.1})";

@@ -1,4 +1,4 @@
-// Done means 1 of issue 26: forty recorded runs whose rel_l2 steps up 3 % at run 25 and whose
+// Change detection end to end: forty recorded runs whose rel_l2 steps up 3 % at run 25 and whose
 // time steps up 10 % at run 30 amid 2 % noise; `history --json` names exactly those two changes
 // and their commits, and the same series without steps none.
 #include <nlohmann/json.hpp>
@@ -188,7 +188,7 @@ TEST_CASE("history --since-last-accept: what moved since the kernel last passed"
 }
 
 // How often the forty-run check finds exactly the two steps at their runs, over many noise seeds
-// (the done-means test uses one): a step of 10 % in 2 % noise per sample and per run can be
+// (the forty-run test above uses one): a step of 10 % in 2 % noise per sample and per run can be
 // placed one run early or late when a neighbour's noise is large. Hidden: run it by its tag.
 TEST_CASE("the forty-run detection over 100 noise seeds", "[.][seeds]") {
   int exact = 0;

@@ -1,5 +1,5 @@
 // The results store: a versioned schema refused when newer, bad stores exit 2 before any work,
-// twenty concurrent recorders keep every row (done means 2), and a recorder killed mid-write
+// twenty concurrent recorders keep every row, and a recorder killed mid-write
 // leaves the store readable and whole up to its last committed run.
 #include <signal.h>
 #include <sqlite3.h>

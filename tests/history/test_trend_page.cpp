@@ -1,4 +1,4 @@
-// Done means 4 of issue 26: the trend page renders in headless Chromium, is not blank, and its
+// The trend page renders in headless Chromium, is not blank, and its
 // DOM holds one SVG point per recorded figure. The screenshot stays in the build folder
 // (test-artefacts/history_trend.png) for a person to look at. Hidden from the default run: its
 // own ctest entry, reported skipped where chromium is absent.

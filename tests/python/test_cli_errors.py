@@ -1,5 +1,5 @@
 """python3 -m touchstone's usage and input errors: one line on stderr, exit 2, as the C++ CLI
-gives them (a review found argparse's usage block and an internal error for a bad .npz)."""
+gives them (never argparse's usage block, never an internal error for a bad .npz)."""
 import pytest
 
 from conftest import python_module

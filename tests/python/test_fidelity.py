@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from conftest import STAND_IN
-from touchstone import cli, fidelity
+from touchstone import cli, fidelity, tables
 
 BLOCK24 = fidelity.attention_flops(37810, 56, 128)  # 40.99 TFLOP
 
@@ -20,13 +20,22 @@ def test_plausible_real_kernel_figures_are_trusted():
     assert fidelity.status_of(float("nan"), 2e-3, []) == "OUTSIDE"
 
 
-def test_the_broken_sm90_wrapper_is_mistrusted_on_both_counts():
-    # SageAttention 2.2.0's release wrapper for sm90 (issue 11): 1.77 from exact, 4.9 ms
+def test_the_broken_sm90_wrapper_is_mistrusted_by_its_error():
+    # SageAttention 2.2.0's release wrapper for sm90: 1.77 from exact, 4.9 ms (8365 TFLOP/s
+    # dense-equivalent: below the ceiling the gate mistrusts stored times by, so not for its time)
     why = fidelity.mistrust_reasons(1.77, 0.0105, 0, 4.9, BLOCK24)
-    assert len(why) == 2
+    assert len(why) == 1
     assert "1.77 is 168.6x the emulation's 0.0105" in why[0]
-    assert "8365 TFLOP/s for 41 TFLOP (ceiling 5000)" in why[1]
     assert fidelity.status_of(1.2, 2e-3, why) == "MISTRUSTED"
+
+
+def test_a_time_beyond_the_gates_ceiling_is_mistrusted():
+    """The ceiling is C++'s (core/timing_defaults.hpp, through the tables), the one by which
+    `touchstone gate` mistrusts a stored kernel's time: 0.5 ms at block24 is 82 000 TFLOP/s."""
+    assert fidelity.mistrust_reasons(0.0105, 0.0112, 0, 0.5, BLOCK24) == [
+        f"0.5 ms is 81979 TFLOP/s for 41 TFLOP (ceiling {tables.MISTRUST_CEILING_TFLOPS:g})"]
+    assert cli._parser().parse_args(["sage-fidelity", "ts"]).ceiling_tflops == \
+        tables.MISTRUST_CEILING_TFLOPS == tables.TABLES["mistrust"]["ceiling_tflops"]
 
 
 @pytest.mark.parametrize("args, expect", [

@@ -1,5 +1,5 @@
 """A missing Python dependency is one line naming the package and how to install it, exit 2,
-never a traceback (issue 25)."""
+never a traceback."""
 import os
 import shutil
 import subprocess

@@ -12,7 +12,7 @@ import torch
 
 import touchstone as tsp
 from conftest import HERE, python_module
-from touchstone import cli, kernels, replay, routing
+from touchstone import _native, cli, kernels, replay, routing, tables
 
 SPARGE_STAND_IN = os.path.join(HERE, "spargeattn_stand_in")
 ROUTING = "sol_tau0.5_bf16_nocomp"
@@ -93,6 +93,24 @@ def test_the_stored_routing_is_sols_mask_with_its_geometry(routed):
     assert np.array_equal(np.stack([r.vb_start, r.vb_length], 1), vb)
     assert (r.block_q, r.block_k, r.tokens) == (128, 64, 320)
     assert list(r.vb_start) == [0, 64, 128, 170, 234, 298]  # cut per segment, last ones short
+    assert (r.block_q, r.block_k) == (tables.SOL["block_q"], tables.SOL["block_k"])
+    assert r.attrs["format"] == tables.SOL_ROUTING_FORMAT
+
+
+def test_the_video_blocks_are_cut_by_cpp_with_or_without_their_attributes(routed, monkeypatch):
+    """The package never cuts segments into blocks itself: it reads the cut C++ stored beside the
+    routing, and for a routing without those attributes (more blocks than an attribute holds)
+    asks the extension; without either it says so."""
+    r = routing.read(routed, ROUTING)
+    if _native.core() is not None:
+        again = routing.video_blocks(r.segments, r.block_k, {}, "test")
+        assert np.array_equal(again[0], r.vb_start) and np.array_equal(again[1], r.vb_length)
+    monkeypatch.setattr(_native, "core", lambda: None)
+    with pytest.raises(tsp.CaptureError, match="no extension touchstone._core to cut"):
+        routing.video_blocks(r.segments, r.block_k, {}, "test")
+    bad = dict(r.attrs, video_block_length=np.asarray(r.vb_length) + 1)
+    with pytest.raises(tsp.CaptureError, match="do not tile video segment 'v0'"):
+        routing.video_blocks(r.segments, r.block_k, bad, "test")
 
 
 def test_flex_sol_attends_exactly_sols_pairs_and_matches_sol_without_compensation(routed, stand_ins):
@@ -282,7 +300,7 @@ def test_a_routing_of_another_fixture_is_refused(routed, tmp_path):
 
 
 def test_the_gpu_real_seed_table_script_on_the_cpu_with_stand_ins(ts, tmp_path):
-    """scripts/gpu-real-seed-table's whole chain (routing, one interleaved timing run, both
+    """benchmarks/gpu-real-seed-table's whole chain (routing, one interleaved timing run, both
     gates, the compensation sweep, the table) with the stand-ins on a small fixture."""
     import subprocess
 
@@ -294,11 +312,11 @@ def test_the_gpu_real_seed_table_script_on_the_cpu_with_stand_ins(ts, tmp_path):
                SAGE_DIR=os.path.join(HERE, "sageattention_stand_in"), SPARGE_DIR=SPARGE_STAND_IN,
                PYTHONPATH=HERE, TOUCHSTONE_FLEX_STAND_IN="flex_attention_stand_in",
                PYTHON=sys.executable, WORK=str(tmp_path / "work"), OMP_NUM_THREADS="2")
-    r = subprocess.run([os.path.join(root, "scripts", "gpu-real-seed-table"), ts.exe],
+    r = subprocess.run([os.path.join(root, "benchmarks", "gpu-real-seed-table"), ts.exe],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 2 and "no_such_module" in r.stderr  # a bad spec: exit 2, says which
     env["DENSE"] = "torch_exact_fp64"
-    r = subprocess.run([os.path.join(root, "scripts", "gpu-real-seed-table"), ts.exe],
+    r = subprocess.run([os.path.join(root, "benchmarks", "gpu-real-seed-table"), ts.exe],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     out = tmp_path / "work"

@@ -1,4 +1,4 @@
-"""Done-means 1 of issue 25: written only against docs/python.md ("touchstone.testing",
+"""touchstone.testing as a user writes against it, from docs/python.md alone ("touchstone.testing",
 "pytest"): a good kernel and a broken one (one head x 1.05) through assert_sage_like and
 assert_gate; the broken one fails with a message naming the rule and the head."""
 import os

@@ -357,3 +357,21 @@ TEST_CASE("touchstone batch: a MISTRUSTED case is kept by its record, the summar
   CHECK(merged.code == 1);
   CHECK(normalised(d + "/mistrust-merged.json") == j);
 }
+
+TEST_CASE("touchstone batch: every group of its plan is checked before any worker starts") {
+  const std::string d = ts::test::scratch_dir() + "/batch_check";
+  fs::create_directories(d);
+  const std::string f = d + "/fx.h5";
+  REQUIRE(cli("fixture synth --preset tiny --seed 4 -o " + f).code == 0);
+  const std::string p = d + "/bad-plan.json";
+  std::ofstream(p) << R"({"schema": "touchstone.plan/1", "fixtures": [")" + f +
+                          R"("], "gates": ["sage_compat"], "candidates": ["sage2"], "options": {"exact": "nope"}})";
+  const std::string report = d + "/bad-plan-report.json";
+  const Result r = cli("batch " + p + " --json " + report);
+  INFO(r.out << r.err);
+  CHECK(r.code == 2);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.err.find("unknown backend 'nope'") != std::string::npos);
+  CHECK_FALSE(fs::exists(report));
+  CHECK_FALSE(fs::exists(d + "/bad-plan.results"));
+}

@@ -205,3 +205,40 @@ TEST_CASE("bench block and bad input", "[block][cli]") {
   CHECK(none.code == 2);
   CHECK(none.err.find("/block/x") != std::string::npos);
 }
+
+TEST_CASE("compare --stages is judged by the gate engine") {
+  const std::string f = scratch() + "/stages_judged.h5";
+  REQUIRE(cli("fixture synth --preset ci --seed 3 --with-block -o " + f).code == 0);
+  REQUIRE(cli("reference " + f + " --block --linear bf16 --attention exact").code == 0);
+  REQUIRE(cli("reference " + f + " --block --linear fp64 --attention exact").code == 0);
+  // bf16 rounding of the same block against float64: no stage is bad.
+  const Result b = cli("compare " + f + " block_bf16_exact block_fp64_exact --stages --json");
+  INFO(b.err);
+  CHECK(b.code == 0);
+  const auto bj = nlohmann::json::parse(b.out);
+  CHECK(bj["first_failing_stage"].is_null());
+  CHECK(stage_row(bj, "norm1")["status"] == "pass");
+
+  // An unsatisfiable max_ratio_to_baseline fails (exit 1), with or without an exact stage set.
+  const std::string g = scratch() + "/tight.json";
+  std::ofstream(g) << R"({"schema": "touchstone.gate/1", "name": "tight", "tensor": "stages", "rules": [
+      {"id": "tight", "metric": "rel_l2", "against": "exact", "max_ratio_to_baseline": 1e-6}]})";
+  const Result t = cli("compare " + f + " block_bf16_exact observed --stages --gate " + g + " --exact block_fp64_exact");
+  INFO(t.out << t.err);
+  CHECK(t.code == 1);
+  CHECK(t.out.find("within its bounds") == std::string::npos);
+  CHECK(cli("compare " + f + " block_bf16_exact observed --stages --gate " + g).code == 1);
+
+  // A stage no rule names is not judged: "–", never "pass".
+  const std::string one = scratch() + "/one_stage.json";
+  std::ofstream(one) << R"({"schema": "touchstone.gate/1", "name": "one", "rules": [
+      {"id": "fc2_close", "metric": "rel_l2", "max": 1, "tensor": "fc2"}]})";
+  const Result o = cli("compare " + f + " block_bf16_exact block_fp64_exact --stages --gate " + one + " --json");
+  CHECK(o.code == 0);
+  const auto oj = nlohmann::json::parse(o.out);
+  CHECK(stage_row(oj, "norm1")["status"] == "–");
+  CHECK(stage_row(oj, "fc2")["status"] == "pass");
+  const Result text = cli("compare " + f + " block_bf16_exact block_fp64_exact --stages --gate " + one);
+  CHECK(text.out.find("norm1") != std::string::npos);
+  CHECK(text.out.find("–") != std::string::npos);
+}

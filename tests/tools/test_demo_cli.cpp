@@ -1,4 +1,4 @@
-// `touchstone demo`, the README's command 1, as a new user reads it (issue 22):
+// `touchstone demo`, the README's command 1, as a new user reads it:
 // no emulation is shown faster or slower than another, the sol gate is decided
 // by accuracy, and the real kernels' section says why its speed is or is not judged.
 #include <filesystem>

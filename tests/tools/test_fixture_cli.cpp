@@ -171,3 +171,17 @@ TEST_CASE("fixture synth --with-block writes a block fixture that validates", "[
   // x, modulation, modulation_row, positions, 8 weights, 14 stages
   CHECK(j["block_datasets"].size() == 26);
 }
+
+TEST_CASE("fixture validate: a malformed tile token order is refused on load, naming the file", "[cli][fixture]") {
+  for (const char* order : {"tile:abc", "tile:0x1x1", "tile:1x2x2junk"}) {
+    const std::string f = fixture_dir() + "/order.h5";
+    REQUIRE(touchstone("fixture synth --force --preset tiny --seed 4 -o " + f).code == 0);
+    ts::edit_attrs(f, "/config", {{"token_order", order}});
+    const Run r = touchstone("fixture validate " + f);
+    INFO("stdout: " << r.out << "\nstderr: " << r.err);
+    CHECK(r.code == 2);
+    CHECK(line_count(r.err) == 1);
+    CHECK(r.err.find(std::string("token_order '") + order + "' is not tile:TTxTHxTW") != std::string::npos);
+    CHECK(r.err.find(f) != std::string::npos);
+  }
+}

@@ -255,7 +255,7 @@ TEST_CASE("a full disk at every write phase: exit 2, one line, fixture intact, n
 }
 
 TEST_CASE("a full disk at the final close: no crash in HDF5's shutdown (tmpfs, where it can mount)", "[safety]") {
-  // Issue 12 (2): a 20 MB tmpfs holding a ci fixture and 6.5 MB free. Needs
+  // A 20 MB tmpfs holding a ci fixture and 6.5 MB free. Needs
   // user namespaces (unshare -rm); skipped where the machine has none.
   if (std::system("unshare -rm true >/dev/null 2>&1") != 0) {
     WARN("skipped: unshare -rm is not permitted here (the RLIMIT_FSIZE test covers the phases)");

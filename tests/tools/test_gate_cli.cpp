@@ -200,7 +200,7 @@ TEST_CASE("gate CLI: running backends on a fixture") {
   CHECK(r.code == 0);
   CHECK(r.out.find("ACCEPT") != std::string::npos);
   // A sparse candidate against sage2 on the default gate: accuracy judged,
-  // speed not (both are emulations, issue 22: their time is not a kernel's);
+  // speed not (both are emulations: their time is not a kernel's);
   // every rule has a figure or a reason, and a repro is given unless accepted.
   r = cli("gate --fixture " + f + " --candidate sol:tau=1.3 --candidate exact --pairs 4 --warmup 1 --json " + j);
   CHECK((r.code == 0 || r.code == 1));

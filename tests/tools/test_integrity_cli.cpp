@@ -1,4 +1,4 @@
-// End to end (issue 26): one flipped bit in a sealed fixture's q, k, v or a
+// Fixture integrity end to end: one flipped bit in a sealed fixture's q, k, v or a
 // block tensor makes `fixture validate`, `reference` and `gate` exit 2 with
 // one line naming the dataset, before any work; `fixture inspect` shows the
 // identity and `fixture seal` seals a fixture written before digests.

@@ -1,6 +1,8 @@
 // End-to-end: plugin candidates through `touchstone gate`, as a kernel team
 // runs them. The example host plugin is judged next to every broken plugin,
 // and each broken one gets its own reason while the others keep their verdicts.
+#include <chrono>
+#include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -85,4 +87,24 @@ TEST_CASE("plugin CLI: a plugin as the baseline, and bad specs") {
   }
   // The probe subcommand stays out of the help.
   CHECK(ts::test::run_cli("--help").out.find("__plugin-probe") == std::string::npos);
+}
+
+TEST_CASE("plugin CLI: TOUCHSTONE_PLUGIN_PROBE_TIMEOUT_S fails a hanging plugin fast, the others still judged") {
+  const std::string f = ts::test::scratch_dir() + "/plugin_hang.h5";
+  REQUIRE(ts::test::run_cli("fixture synth --preset tiny --seed 4 -o " + f).code == 0);
+  ::setenv("TOUCHSTONE_PLUGIN_PROBE_TIMEOUT_S", "2", 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  const CliResult r = ts::test::run_cli("gate --gate sage_compat --accuracy-only --fixture " + f + " --candidate plugin:" +
+                       std::string(TOUCHSTONE_PLUGIN_DIR) + "/libtsk_bad_hang.so --candidate exact");
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ::setenv("TOUCHSTONE_PLUGIN_PROBE_TIMEOUT_S", "soon", 1);
+  const CliResult bad = ts::test::run_cli("gate --gate sage_compat --fixture " + f + " --candidate exact");
+  ::unsetenv("TOUCHSTONE_PLUGIN_PROBE_TIMEOUT_S");
+  INFO(r.out << r.err);
+  CHECK(r.code == 1);
+  CHECK(r.out.find("timed out: the plugin probe ran longer than 2 s") != std::string::npos);
+  CHECK(r.out.find("ACCEPT exact") != std::string::npos);
+  CHECK(s < 60);
+  // Only read when a plugin is probed; a bad value then is bad input.
+  CHECK(bad.code == 0);
 }

@@ -1,4 +1,4 @@
-// The README's two commands compose in one clone (issue 25): command 1
+// The README's two commands compose in one clone: command 1
 // builds only the CLI into build/ with CMake's default generator; scripts/ci
 // (command 2) configures folders of its own, so it never meets build/ under
 // another generator ("generator: Ninja does not match ... Unix Makefiles").

@@ -1,4 +1,4 @@
-// End-to-end regressions of issue 12 on the JSON side: inputs that crashed,
+// End-to-end reliability on the JSON side: inputs that once crashed,
 // gave exit 3, or took minutes are exit 2 with one line (or quick), and the
 // output file a failed run names is left as it was.
 #include <sys/resource.h>
@@ -130,7 +130,7 @@ TEST_CASE("reliability CLI: a gate of 100 000 rules is judged and printed in sec
   const double cpu = child_cpu_s() - cpu0;
   INFO("CPU " << cpu << " s; stderr: " << r.err.substr(0, 300));
   CHECK(r.code == 0);
-  // Quadratic rendering took over a minute of CPU at this size (issue 12, item 6);
+  // Quadratic rendering took over a minute of CPU at this size;
   // linear takes a few seconds, and CPU time does not depend on the machine's load.
   CHECK(cpu < 30);
 }

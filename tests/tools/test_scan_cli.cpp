@@ -63,3 +63,17 @@ TEST_CASE("scan CLI: a worker process is a candidate; one that fails fails its e
   const auto jd = nlohmann::json::parse(d.out);
   CHECK(jd["evaluations"][0]["error"].get<std::string>().find("status 7") != std::string::npos);
 }
+
+TEST_CASE("scan CLI: where every run fails there is no trend and nothing measured", "[cli][scan]") {
+  const auto r = ts::test::run_cli("scan --candidate plugin:" + std::string(TOUCHSTONE_PLUGIN_DIR) +
+                       "/libtsk_bad_nan.so --from 256 --to 2048 --points 4 --json");
+  INFO(r.out << r.err);
+  CHECK(r.code == 1);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["slope"].is_null());
+  const auto t = ts::test::run_cli("scan --candidate plugin:" + std::string(TOUCHSTONE_PLUGIN_DIR) +
+                       "/libtsk_bad_nan.so --from 256 --to 2048 --points 4");
+  CHECK(t.out.find("nothing measured") != std::string::npos);
+  CHECK(t.out.find("no cliff: every step follows the trend") == std::string::npos);
+  for (size_t a = 0, b; (b = t.out.find('\n', a)) != std::string::npos; a = b + 1) CHECK(b - a <= 100);
+}

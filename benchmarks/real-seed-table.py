@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The all-real seed table from scripts/gpu-real-seed-table's outputs: one row per stored kernel
+"""The all-real seed table from benchmarks/gpu-real-seed-table's outputs: one row per stored kernel
 (and per sol emulation with compensation off), with density, median ms, speedup vs the real Sage
 kernel with its interval, rel_l2 to Sage, to exact and (sol's routing through a real kernel) to
 sol with compensation off, the verdicts under sparse_acceptance and sage_compat; per tau what

@@ -1,0 +1,50 @@
+# cmake -DLAYERS=BUILD/module_layers.cmake -P tests/architecture/check_includes.cmake
+#
+# Every module's sources (MODULE_DIR/*.{cpp,hpp,h,cu,cuh}) include headers of the modules it
+# links, transitively, alone (LAYERS: written by the top-level CMakeLists.txt from the link
+# graph). A header's module is the module whose folder is the longest prefix of the include's
+# folder ("fixtures/block/x.hpp": ts_fixtures_block; "reference/cuda/x.hpp" in a build without
+# CUDA: ts_reference, the layer it mirrors). Prints one line per include that breaks the rule
+# and fails; else prints how many includes it checked.
+cmake_minimum_required(VERSION 3.18)
+include(${LAYERS})
+set(failures 0)
+set(checked 0)
+foreach(m IN LISTS TS_MODULES)
+  set(allowed ${m} ${TS_LINKS_${m}})
+  set(dir ${TS_SOURCE_DIR}/${TS_DIR_${m}})
+  file(GLOB files ${dir}/*.cpp ${dir}/*.hpp ${dir}/*.h ${dir}/*.cu ${dir}/*.cuh)
+  list(SORT files)
+  foreach(f IN LISTS files)
+    file(STRINGS ${f} includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"[^\"]+/[^\"]+\"")
+    file(RELATIVE_PATH rel ${TS_SOURCE_DIR} ${f})
+    foreach(line IN LISTS includes)
+      string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\".*" "\\1" inc "${line}")
+      get_filename_component(inc_dir ${inc} DIRECTORY)
+      set(owner "")
+      set(owner_len 0)
+      foreach(o IN LISTS TS_MODULES)
+        set(d ${TS_DIR_${o}})
+        string(LENGTH "${d}" len)
+        if((inc_dir STREQUAL d OR inc_dir MATCHES "^${d}/") AND len GREATER owner_len)
+          set(owner ${o})
+          set(owner_len ${len})
+        endif()
+      endforeach()
+      if(NOT owner)
+        continue()  # not a module's header (a test helper, the plugin C ABI's examples)
+      endif()
+      math(EXPR checked "${checked} + 1")
+      if(NOT owner IN_LIST allowed)
+        string(REPLACE ";" ", " links "${TS_LINKS_${m}}")
+        message(STATUS "${rel}: ${m} includes ${inc} (${owner}), a module it does not link "
+                       "(it links: ${links})")
+        math(EXPR failures "${failures} + 1")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+if(failures GREATER 0)
+  message(FATAL_ERROR "${failures} include(s) of a module's header from a module that does not link it")
+endif()
+message(STATUS "module includes: ${checked} checked, each of a module its includer links")
