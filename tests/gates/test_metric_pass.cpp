@@ -11,6 +11,7 @@
 #include "core/block_config.hpp"
 #include "gates/metric_sums.hpp"
 #include "gates/metrics.hpp"
+#include "reference/numerics/convert.hpp"
 
 namespace {
 
@@ -156,7 +157,7 @@ ts::StoredTensor stored_copy(const ts::Tensor& t, int64_t piece, std::vector<std
         const uint16_t h = static_cast<uint16_t>(u >> 16);
         std::memcpy(p + 2 * i, &h, 2);
       } else {  // f16, from values that are exact in it
-        const _Float16 h = static_cast<_Float16>(x);
+        const uint16_t h = ts::num::fp16_bits(static_cast<float>(x));
         std::memcpy(p + 2 * i, &h, 2);
       }
     }
@@ -170,7 +171,7 @@ double held_as(ts::DType t, double x) {
   using ts::DType;
   if (t == DType::f64 || !std::isfinite(x)) return x;
   if (t == DType::f32) return static_cast<float>(x);
-  if (t == DType::f16) return static_cast<double>(static_cast<_Float16>(x));
+  if (t == DType::f16) return ts::num::fp16_round(static_cast<float>(x));
   const float f = static_cast<float>(x);
   uint32_t u;
   std::memcpy(&u, &f, 4);

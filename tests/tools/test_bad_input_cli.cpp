@@ -136,7 +136,7 @@ TEST_CASE("bad input: an unknown or missing command names the commands, the near
   bad_input(cli("gat " + tiny()), "unknown command 'gat' for touchstone (did you mean 'gate'? commands: batch,");
   bad_input(cli("fixture synt --preset tiny"), "unknown command 'synt' for touchstone fixture (did you mean 'synth'?");
   bad_input(cli(""), "touchstone needs a command (batch, chain, compare,");
-  bad_input(cli("bench"), "touchstone bench needs a command (block, emulation, reference;");
+  bad_input(cli("bench"), "touchstone bench needs a command (block, emulation, io, reference;");
   // Internal commands are not offered.
   CHECK(cli("bogus").err.find("__") == std::string::npos);
 }
