@@ -6,6 +6,7 @@
 #include "core/tensor.hpp"
 #include "fixtures/digest.hpp"
 #include "fixtures/fixture.hpp"
+#include "fixtures/identity.hpp"
 #include "gates/gate_file.hpp"
 #include "gates/metrics.hpp"
 #include "gates/report.hpp"
@@ -37,7 +38,10 @@ nlohmann::json dim_json(StageDim d) {
 // the attributes of an output and of its timings.
 nlohmann::json fixture_format_json() {
   nlohmann::json dtypes = nlohmann::json::array();
-  for (DType t : kDTypes) dtypes.push_back({{"name", dtype_name(t)}, {"bytes", dtype_bytes(t)}});
+  for (DType t : kDTypes)
+    dtypes.push_back({{"name", dtype_name(t)},
+                      {"bytes", dtype_bytes(t)},
+                      {"float", t == DType::bf16 || t == DType::f16 || t == DType::f32 || t == DType::f64}});
   // An output's attributes as output_attrs writes them: those always written, and those
   // written when known (wall_ms).
   nlohmann::json required = nlohmann::json::array(), optional = nlohmann::json::array();
@@ -48,6 +52,9 @@ nlohmann::json fixture_format_json() {
     if (!bare.contains(k)) optional.push_back(k);
   return {
       {"digest", {{"scheme", digest::kScheme}, {"leaf_bytes", digest::kLeafBytes}, {"attribute", digest::kAttr}}},
+      // An output's own file, and the attribute naming the inputs it was computed from.
+      {"output_schema", kOutputSchema},
+      {"inputs_identity_attribute", kInputsAttr},
       {"dtypes", dtypes},
       // bfloat16 (and float16 where HDF5's half type is not used) are stored as their uint16
       // bits with this attribute naming the type (fixtures/h5_detail.cpp).

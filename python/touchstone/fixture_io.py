@@ -20,16 +20,16 @@ import sys
 import h5py
 import numpy as np
 
-from . import layouts, storage
+from . import layouts, storage, tables
 from .schema import (CLOCKS, INT_KEYS, SCHEMA, VERSION, CaptureError, FixtureExists,
                      full_config, stage_shape, tokens)
 
 _counter = itertools.count()
 
-DIGEST_SCHEME = "sha256-tree-4MiB"
-_LEAF = 1 << 22
-OUTPUT_SCHEMA = "touchstone.output/1"
-INPUTS_ATTR = "inputs_identity"
+DIGEST_SCHEME = tables.DIGEST_SCHEME
+_LEAF = tables.DIGEST_LEAF_BYTES
+OUTPUT_SCHEMA = tables.OUTPUT_SCHEMA
+INPUTS_ATTR = tables.INPUTS_IDENTITY_ATTRIBUTE
 
 
 def tree_digest(a):
@@ -438,8 +438,7 @@ def add_outputs(fixture, entries, *, compress=False):
         stored_all = []
         for name, out, t, clock, params, inter, tattrs in prepared:
             _shape_check(f"{fixture}: /outputs/{name}/attention", out, shape)
-            stored_all.append(storage.cast_like(out, kind if kind in (
-                "bfloat16", "float16", "float32", "float64") else "float32"))
+            stored_all.append(storage.cast_like(out, kind if kind in tables.FLOAT_DTYPES else "float32"))
         with h5py.File(fixture, "r") as src:
             legacy = {n for n in names if f"outputs/{n}" in src or f"timings/{n}" in src}
         os.makedirs(outputs_folder(fixture), exist_ok=True)

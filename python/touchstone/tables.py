@@ -61,6 +61,11 @@ DIGEST_ATTRIBUTE = FIXTURE_FORMAT["digest"]["attribute"]
 # Element types by their names in fixtures, in C++'s order (core/tensor.hpp kDTypes).
 DTYPES = tuple(d["name"] for d in FIXTURE_FORMAT["dtypes"])
 DTYPE_BYTES = {d["name"]: d["bytes"] for d in FIXTURE_FORMAT["dtypes"]}
+FLOAT_DTYPES = tuple(d["name"] for d in FIXTURE_FORMAT["dtypes"] if d["float"])
+# The root attribute `schema` of an output's own file, and the attribute of each output dataset
+# naming the identity of the inputs it was computed from (docs/fixture-format.md).
+OUTPUT_SCHEMA = FIXTURE_FORMAT["output_schema"]
+INPUTS_IDENTITY_ATTRIBUTE = FIXTURE_FORMAT["inputs_identity_attribute"]
 # The attribute naming a dataset's element type, and the types stored as their uint16 bits
 # with it: bfloat16, then float16 (C++ lists them in that order).
 DTYPE_ATTRIBUTE = FIXTURE_FORMAT["dtype_attribute"]

@@ -105,12 +105,8 @@ PACKAGE = os.path.join(ROOT, "python", "touchstone")
 # Copies in python/touchstone/fixture_io.py, whose writer is being replaced by C++'s: each is
 # listed until that module reads it from the tables (an entry that no longer matches fails).
 KNOWN_COPIES = {
-    ("fixture_io.py", "holds the table's string", "sha256-tree-4MiB"),
-    ("fixture_io.py", "is the digest's leaf size", 4194304),
     ("fixture_io.py", "lists the table's output_attrs",
      ("backend", "created_at", "params", "touchstone_version")),
-    ("fixture_io.py", "lists the table's dtypes", ("bfloat16", "float16", "float32", "float64")),
-    ("fixture_io.py", "names a schema", "touchstone.output/1"),
 }
 
 
