@@ -17,7 +17,6 @@
 #include "gates/gate_file.hpp"
 #include "gates/json_input.hpp"
 #include "kernels_under_test/registry.hpp"
-#include "reference/backend_params.hpp"
 
 namespace ts {
 namespace {
@@ -34,19 +33,13 @@ constexpr double kDeviceCoreFactor = 10000;
 // Reading q, k, v of a fixture: ~0.34 GB/s measured at block24 (3.2 GB in 9.5 s).
 constexpr double kLoadBytesPerS = 3.4e8;
 
-std::string spec_kind(const std::string& spec) {
-  for (const char* k : {"stored", "plugin"})
-    if (spec.rfind(std::string(k) + ":", 0) == 0) return k;
-  return BackendParams::parse(spec).kind();
-}
-
 double dense_core_s(const BlockConfig& c) { return attention_flops(c) / 8e9; }
 
 // One run of `spec` on a fixture of geometry `c`, in core-seconds.
 double run_core_s(const std::string& spec, const BlockConfig& c) {
-  const std::string k = spec_kind(spec);
-  if (k == "stored") return 0;
-  if (k.size() > 5 && k.compare(k.size() - 5, 5, "_cuda") == 0) return dense_core_s(c) / kDeviceCoreFactor;
+  const BackendSpec s = BackendSpec::parse(spec);
+  if (s.is_stored()) return 0;
+  if (s.is_device()) return dense_core_s(c) / kDeviceCoreFactor;
   return dense_core_s(c);  // exact, sage2, sol (at most dense), a plugin (unknown: as dense)
 }
 
@@ -348,12 +341,13 @@ BatchPlan load_plan(const std::string& path) {
   auto check_spec = [&](const std::string& spec, const std::string& fixture, const std::string& where) {
     try {
       require_device_for(spec);
-      if (spec.rfind("plugin:", 0) == 0) {
-        const std::string p = spec.substr(7, spec.find(',') == std::string::npos ? std::string::npos : spec.find(',') - 7);
-        if (!fs::is_regular_file(p)) throw InputError("plugin '" + p + "': no such file");
+      const BackendSpec s = BackendSpec::parse(spec);
+      if (s.is_plugin()) {
+        // Probed where its case runs (a child process per plugin): here only its file.
+        if (!fs::is_regular_file(s.argument())) throw InputError("plugin '" + s.argument() + "': no such file");
         return;
       }
-      make_attention_backend(spec, BackendContext{fixture});
+      s.make(BackendContext{fixture});
     } catch (const InputError& e) {
       throw InputError(path + ": " + where + ": " + e.what());
     }
@@ -410,7 +404,7 @@ BatchPlan load_plan(const std::string& path) {
           const std::string& c = cands[ci];
           const auto from = origin.find(c);
           check_spec(c, fx, from != origin.end() ? from->second : "$.stored (" + c + ")");
-          const bool stored_side = spec_kind(c) == "stored" || spec_kind(base) == "stored";
+          const bool stored_side = is_stored_spec(c) || is_stored_spec(base);
           const int timed = speed && !stored_side ? timed_speed : 0;
           BatchCase bc;
           char id[32];

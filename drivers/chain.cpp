@@ -187,7 +187,7 @@ ChainRun run_chains(const ChainSet& set, const std::vector<Schedule>& schedules,
     for (const auto& sp : s.specs()) specs.push_back(sp);
   }
   for (const auto& sp : specs) {
-    if (sp.rfind("stored:", 0) == 0)
+    if (is_stored_spec(sp))
       throw InputError("chain: '" + sp + "' is a stored output, computed on the fixture's own inputs; a chain "
                        "feeds each block what the blocks before computed (give a computed backend or a plugin)");
     require_device_for(sp);

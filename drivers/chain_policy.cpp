@@ -24,6 +24,17 @@ struct ChainCases final : EvidenceProvider {
   }
 };
 
+// The chain's own flags that change its figures, where they differ from its defaults (repro lines).
+std::vector<std::pair<std::string, std::string>> chain_flags(const ChainOptions& o) {
+  const ChainOptions def;
+  std::vector<std::pair<std::string, std::string>> f;
+  if (o.exact != def.exact) f.push_back({"--exact", o.exact});
+  if (o.linear != def.linear) f.push_back({"--linear", o.linear});
+  if (o.recipe != def.recipe) f.push_back({"--recipe", o.recipe});
+  if (o.block_backend != def.block_backend) f.push_back({"--block-backend", o.block_backend});
+  return f;
+}
+
 std::string pfmt(double v, const char* f = "%.3g") {
   if (!std::isfinite(v)) return std::isnan(v) ? "NaN" : "inf";
   char buf[48];
@@ -108,14 +119,19 @@ ChainJudgement judge_chains(const ChainSet& set, const std::vector<Schedule>& sc
   const ChainRun& run = J.chain;
   const std::string base = run.opts.baseline;
   ChainCases provider;
+  CaseRequest rq;
+  rq.source = CaseSource::chain;
+  rq.input = set.label;
+  rq.baseline = base;
+  rq.gate_arg = jo.gate;
+  rq.options.accuracy_only = jo.accuracy_only;
+  rq.options.command = jo.command;
+  rq.options.seed = jo.seed;
+  rq.driver_flags = chain_flags(run.opts);
+  for (const auto& ch : run.chains) rq.candidates.push_back(ch.schedule.text);
+  provider.cases = make_cases(rq);
   for (size_t i = 0; i < run.chains.size(); ++i) {
     const ChainResult& ch = run.chains[i];
-    Case c;
-    c.source = CaseSource::chain;
-    c.input = set.label;
-    c.baseline = base;
-    c.candidate = ch.schedule.text;
-    c.gate_arg = jo.gate;
     Evidence ev;
     ev.candidate = ch.schedule.text;
     const bool real = (!ch.emulated && !is_emulation_spec(base)) || gate.time_emulations;
@@ -134,14 +150,9 @@ ChainJudgement judge_chains(const ChainSet& set, const std::vector<Schedule>& sc
       }
       ev.details["final_cell"] = {{"block", last.block}, {"step", last.step}};
     }
-    provider.cases.push_back(c);
     provider.evidence.push_back(std::move(ev));
   }
-  CaseOptions co;
-  co.accuracy_only = jo.accuracy_only;
-  co.command = jo.command;
-  co.seed = jo.seed;
-  J.cases = run_cases(gate, provider.cases, co, &provider);
+  J.cases = run_cases(gate, provider.cases, &provider);
   J.cases.run.context["chain_set"] = set.label;
   J.cases.run.context["blocks"] = set.blocks;
   J.cases.run.context["steps"] = set.steps;

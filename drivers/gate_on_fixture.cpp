@@ -9,25 +9,21 @@ std::string gate_argument(const GateFile& gate) {
 }
 
 std::vector<Case> gate_cases(const GateFile& gate, const std::string& fixture_path, const std::string& baseline_spec,
-                             const std::vector<std::string>& candidates, const std::string& gate_arg) {
+                             const std::vector<std::string>& candidates, const GateRunOptions& o) {
   if (candidates.empty()) throw InputError("--fixture needs at least one --candidate");
-  std::vector<Case> cases;
-  for (const auto& spec : candidates) {
-    Case c;
-    c.source = Case::source_of(spec);
-    c.input = fixture_path;
-    c.baseline = baseline_spec;
-    c.candidate = spec;
-    c.gate_arg = gate_arg.empty() ? gate_argument(gate) : gate_arg;
-    cases.push_back(c);
-  }
-  return cases;
+  CaseRequest r;
+  r.input = fixture_path;
+  r.baseline = baseline_spec;
+  r.candidates = candidates;
+  r.gate_arg = o.gate_arg.empty() ? gate_argument(gate) : o.gate_arg;
+  r.options = o;
+  return make_cases(r);
 }
 
 GateRun run_gate_on_fixture(const GateFile& gate, const std::string& fixture_path,
                             const std::string& baseline_spec,
                             const std::vector<std::string>& candidates, const GateRunOptions& o) {
-  return run_cases(gate, gate_cases(gate, fixture_path, baseline_spec, candidates, o.gate_arg), o).run;
+  return run_cases(gate, gate_cases(gate, fixture_path, baseline_spec, candidates, o)).run;
 }
 
 }  // namespace ts

@@ -17,9 +17,10 @@ struct GateRunOptions : CaseOptions {
 // The gate as a user names it on the command line: a built-in's name, else its path.
 std::string gate_argument(const GateFile& gate);
 
-// The cases of a gate run: each candidate against the baseline on the fixture.
+// The cases of a gate run: each candidate against the baseline on the fixture,
+// with the run's options (make_cases).
 std::vector<Case> gate_cases(const GateFile& gate, const std::string& fixture_path, const std::string& baseline_spec,
-                             const std::vector<std::string>& candidates, const std::string& gate_arg = "");
+                             const std::vector<std::string>& candidates, const GateRunOptions& opts);
 
 // Bad specs, fixture or gate -> InputError; a candidate that throws while
 // running is REJECT with its error and the others are still judged.

@@ -31,7 +31,8 @@ nlohmann::json MeasurementProvider::context_of(const std::string& path) const {
 }
 
 std::vector<Case> measurement_cases(const std::string& path, const std::string& baseline_spec,
-                                    const std::vector<std::string>& candidates, const std::string& gate_arg) {
+                                    const std::vector<std::string>& candidates, const std::string& gate_arg,
+                                    const CaseOptions& opts) {
   const MeasurementsFile m = load_measurements(path);
   const std::string baseline = resolve_measured_baseline(m, baseline_spec);
   std::vector<std::string> names = candidates;
@@ -39,17 +40,14 @@ std::vector<Case> measurement_cases(const std::string& path, const std::string& 
     for (const auto& b : m.backends())
       if (b != baseline) names.push_back(b);
   if (names.empty()) throw InputError(path + ": no candidate besides the baseline '" + baseline + "'");
-  std::vector<Case> cases;
-  for (const auto& n : names) {
-    Case c;
-    c.source = CaseSource::measurements;
-    c.input = path;
-    c.baseline = baseline;
-    c.candidate = n;
-    c.gate_arg = gate_arg;
-    cases.push_back(c);
-  }
-  return cases;
+  CaseRequest r;
+  r.source = CaseSource::measurements;
+  r.input = path;
+  r.baseline = baseline;
+  r.candidates = names;
+  r.gate_arg = gate_arg;
+  r.options = opts;
+  return make_cases(r);
 }
 
 }  // namespace ts

@@ -28,6 +28,7 @@ class MeasurementProvider final : public EvidenceProvider {
 // but the baseline when none is named) against the baseline the file resolves
 // `baseline_spec` to. InputError naming the backends when a name is unknown.
 std::vector<Case> measurement_cases(const std::string& path, const std::string& baseline_spec,
-                                    const std::vector<std::string>& candidates, const std::string& gate_arg);
+                                    const std::vector<std::string>& candidates, const std::string& gate_arg,
+                                    const CaseOptions& opts);
 
 }  // namespace ts

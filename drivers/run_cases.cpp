@@ -67,8 +67,6 @@ std::optional<std::string> implausible_time(const AttentionBackend& b, const Blo
   return std::string(buf);
 }
 
-bool is_stored_spec(const std::string& spec) { return spec.rfind("stored:", 0) == 0; }
-
 // The geometry of a fixture's attention without its values: all a stored
 // output's reader asks of the problem.
 // A backend's output: a stored one as the file holds it, others as computed.
@@ -77,6 +75,16 @@ HeldTensor run_held(AttentionBackend& b, const AttentionProblem& p) {
   if (b.is_stored()) out.stored = b.run_stored(p);
   if (!out.stored) out.dense = b.run(p).out;
   return out;
+}
+
+// A case's side, through its spec as the case parsed it (else the text, whose
+// error is then bad input here, where the old checks reported it).
+std::unique_ptr<AttentionBackend> make_side(const std::optional<BackendSpec>& spec, const std::string& text,
+                                            const BackendContext& ctx) {
+  return spec ? spec->make(ctx) : make_attention_backend(text, ctx);
+}
+bool side_is(const std::optional<BackendSpec>& spec, bool (BackendSpec::*what)() const) {
+  return spec && ((*spec).*what)();
 }
 
 AttentionProblem shape_only_problem(const Fixture& fx) {
@@ -162,10 +170,10 @@ class FixtureProvider final : public EvidenceProvider {
       const int per_timed = o_.warmup + o_.pairs;
       runs[ex.spec] += 1;
       for (const Case* c : group) {
-        if (is_exact_reference_spec(c->baseline) || c->baseline == ex.spec)
+        if (side_is(c->baseline_spec, &BackendSpec::is_exact_reference) || c->baseline == ex.spec)
           refuse_exact_baseline(gate_, c->baseline, "is an exact reference (its own error is 0 or rounding)");
-        make_attention_backend(c->baseline, ctx);
-        made_[c] = make_attention_backend(c->candidate, ctx);
+        make_side(c->baseline_spec, c->baseline, ctx);
+        made_[c] = make_side(c->candidate_spec, c->candidate, ctx);
         runs[c->baseline] += runs.count(c->baseline) ? 0 : 1;
         runs[c->candidate] += 1;
         if (timed && !speed_is_excluded(*c)) {
@@ -179,12 +187,12 @@ class FixtureProvider final : public EvidenceProvider {
 
   Evidence gather(const Case& c, CaseFigures& fig) override {
     State& st = load(c.input);
-    Baseline& base = baseline(st, c.baseline);
+    Baseline& base = baseline(st, c);
     Evidence ev;
     ev.candidate = c.candidate;
     auto made = made_.find(&c);
     std::unique_ptr<AttentionBackend> cand =
-        made != made_.end() ? std::move(made->second) : make_attention_backend(c.candidate, st.ctx);
+        made != made_.end() ? std::move(made->second) : make_side(c.candidate_spec, c.candidate, st.ctx);
     if (made != made_.end()) made_.erase(made);
     fig.backend = cand->name();
     if (st.previous) cand->continue_from(*st.previous);
@@ -312,12 +320,13 @@ class FixtureProvider final : public EvidenceProvider {
     return st.exact_out;
   }
 
-  Baseline& baseline(State& st, const std::string& spec) {
+  Baseline& baseline(State& st, const Case& c) {
+    const std::string& spec = c.baseline;
     auto it = st.baselines.find(spec);
     if (it != st.baselines.end()) return it->second;
     const HeldTensor& ex = exact(st);
     Baseline b;
-    b.backend = make_attention_backend(spec, st.ctx);
+    b.backend = make_side(c.baseline_spec, spec, st.ctx);
     const auto t0 = Clock::now();
     try {
       b.out = run_held(*b.backend, st.problem);
@@ -367,9 +376,9 @@ class FixtureProvider final : public EvidenceProvider {
   // Why a case's speed is not judged before anything is timed ("" = it is).
   std::string speed_exclusion(const Case& c) const {
     if (gate_.time_emulations) return "";
-    for (const auto* side : {&c.baseline, &c.candidate})
-      if (is_emulation_spec(*side))
-        return std::string("the ") + (side == &c.baseline ? "baseline" : "candidate") + " '" + *side +
+    for (const auto* side : {&c.baseline_spec, &c.candidate_spec})
+      if (side_is(*side, &BackendSpec::is_emulation))
+        return std::string("the ") + (side == &c.baseline_spec ? "baseline" : "candidate") + " '" + (*side)->text() +
                "' is an emulation, whose time is not a kernel's: store the real kernel's timings (python3 -m "
                "touchstone replay) and gate stored:NAME";
     return "";
@@ -399,7 +408,8 @@ class FixtureProvider final : public EvidenceProvider {
   bool only_stored(const std::string& path, const std::vector<const Case*>& group) const {
     if (!is_stored_spec(choose_exact(o_.exact, path, read_fixture_config(path)).spec)) return false;
     for (const Case* c : group)
-      if (!is_stored_spec(c->baseline) || !is_stored_spec(c->candidate)) return false;
+      if (!side_is(c->baseline_spec, &BackendSpec::is_stored) || !side_is(c->candidate_spec, &BackendSpec::is_stored))
+        return false;
     return true;
   }
 };
@@ -439,11 +449,14 @@ nlohmann::json CaseFigures::to_json() const {
 
 namespace {
 
-CaseRun run_all(const GateFile* judged_by, const std::vector<Case>& cases, const CaseOptions& o,
-                EvidenceProvider* stage_provider) {
+CaseRun run_all(const GateFile* judged_by, const std::vector<Case>& cases, EvidenceProvider* stage_provider) {
   const GateFile none;  // figures only: no rule, nothing judged
   const GateFile& gate_in = judged_by ? *judged_by : none;
   if (cases.empty()) throw InputError("nothing to judge: no case (give at least one candidate)");
+  const CaseOptions& o = cases.front().options;
+  for (const auto& c : cases)
+    if (!c.options.same_verdicts(o))
+      throw InternalError("run_cases: case " + c.id() + " has options of its own (one run, one set of options)");
   if (o.pairs < 1) throw InputError("--pairs must be at least 1, got " + std::to_string(o.pairs));
   if (o.warmup < 0) throw InputError("--warmup must not be negative, got " + std::to_string(o.warmup));
   if (o.rotate < 1) throw InputError("--rotate must be at least 1, got " + std::to_string(o.rotate));
@@ -497,7 +510,7 @@ CaseRun run_all(const GateFile* judged_by, const std::vector<Case>& cases, const
     if (judged_by) {
       const GateFile* g = p.gate_for(c);
       CandidateVerdict v = judge(g ? *g : gate, ev, c.repro());
-      v.details["case"] = {{"id", c.id()}, {"source", case_source_name(c.source)}};
+      v.details["case"] = {{"id", c.id()}, {"name", c.name()}, {"source", case_source_name(c.source)}};
       run.candidates.push_back(std::move(v));
     }
     out.results.push_back(std::move(r));
@@ -524,13 +537,10 @@ CaseRun run_all(const GateFile* judged_by, const std::vector<Case>& cases, const
 
 }  // namespace
 
-CaseRun run_cases(const GateFile& gate, const std::vector<Case>& cases, const CaseOptions& opts,
-                  EvidenceProvider* stage_provider) {
-  return run_all(&gate, cases, opts, stage_provider);
+CaseRun run_cases(const GateFile& gate, const std::vector<Case>& cases, EvidenceProvider* stage_provider) {
+  return run_all(&gate, cases, stage_provider);
 }
 
-CaseRun case_figures(const std::vector<Case>& cases, const CaseOptions& opts) {
-  return run_all(nullptr, cases, opts, nullptr);
-}
+CaseRun case_figures(const std::vector<Case>& cases) { return run_all(nullptr, cases, nullptr); }
 
 }  // namespace ts

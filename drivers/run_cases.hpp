@@ -16,24 +16,6 @@
 
 namespace ts {
 
-struct CaseOptions : TimingOptions {
-  // Speed rules are judged on timings taken here (false: a sweep's --pairs 0;
-  // two stored sides are still judged on their /timings).
-  bool timed = true;
-  // Speed rules are left out (CPU CI runners, where time means nothing): every
-  // report says so, and the verdict follows accuracy alone.
-  bool accuracy_only = false;
-  bool allow_nonfinite = false, allow_slow = false;
-  std::string exact = "auto";  // drivers/run_estimate.hpp choose_exact
-  // Per-group figures (worst head, query block, frame) for every case, or only
-  // when a rule reads one (a sweep at block24: another pass over 271 M values).
-  bool group_figures = true;
-  std::string command = "gate";  // names the run in progress lines and refusals
-  // Check everything checkable (specs, fixture, gate, slow-run guard) and run
-  // nothing: `batch` checks every unit so before its workers start.
-  bool check_only = false;
-};
-
 // What a case's row shows beside its verdict (a sweep's density, distances,
 // one run's wall time); no rule reads these.
 struct CaseFigures {
@@ -78,13 +60,14 @@ class EvidenceProvider {
 // Bad cases, specs, fixtures or gate -> InputError before any case runs; a
 // candidate that throws while running is REJECT with its error and the other
 // cases are still judged; an InputError while running (a stored output that
-// turns out malformed) stops the run as bad input.
+// turns out malformed) stops the run as bad input. The run's options are the
+// cases' own (make_cases gives every case of a request the same; cases whose
+// options would judge differently are an InternalError).
 // Stage and chain cases bring their own evidence: `stage_provider` gathers it.
-CaseRun run_cases(const GateFile& gate, const std::vector<Case>& cases, const CaseOptions& opts,
-                  EvidenceProvider* stage_provider = nullptr);
+CaseRun run_cases(const GateFile& gate, const std::vector<Case>& cases, EvidenceProvider* stage_provider = nullptr);
 
 // The same loop with no gate: each case's figures (a sweep without --gate); no verdicts.
-CaseRun case_figures(const std::vector<Case>& cases, const CaseOptions& opts);
+CaseRun case_figures(const std::vector<Case>& cases);
 
 // Whether any rule of the gate is a speed rule.
 bool has_speed_rule(const GateFile& gate);

@@ -7,7 +7,7 @@
 
 #include "core/error.hpp"
 #include "fixtures/fixture.hpp"
-#include "reference/backend_params.hpp"
+#include "kernels_under_test/registry.hpp"
 #ifdef TOUCHSTONE_HAVE_CUDA
 #include "reference/cuda/exact_kernel.hpp"
 #endif
@@ -20,13 +20,6 @@ namespace {
 constexpr double kHostFlopsPerThread = 8e9;
 // auto picks the device mirror once the CPU run would take longer than this.
 constexpr double kLargeFixtureS = 20;
-
-std::string kind_of(const std::string& spec) {
-  // stored:NAME and plugin:PATH take a name or path first, not key=value pairs.
-  for (const char* k : {"stored", "plugin"})
-    if (spec.rfind(std::string(k) + ":", 0) == 0) return k;
-  return BackendParams::parse(spec).kind();
-}
 
 std::string minutes(double s) {
   char b[64];
@@ -49,8 +42,9 @@ bool device_present(std::string* why) {
 }
 
 void require_device_for(const std::string& spec) {
-  const std::string k = kind_of(spec);
-  if (k.size() < 5 || k.compare(k.size() - 5, 5, "_cuda") != 0) return;
+  // A spec that does not parse is reported where it is made, with its own error.
+  const auto s = BackendSpec::try_parse(spec);
+  if (!s || !s->is_device()) return;
   std::string why;
   if (!device_present(&why))
     throw InputError("backend '" + spec + "' runs on a CUDA device, and there is none here (" + why + ")");
@@ -86,8 +80,8 @@ double estimate_cpu_attention_s(const BlockConfig& c) {
 }
 
 bool is_dense_cpu_backend(const std::string& spec) {
-  const std::string k = kind_of(spec);
-  return k == "exact" || k == "sage2";
+  const auto s = BackendSpec::try_parse(spec);
+  return s && s->is_dense_cpu();
 }
 
 SlowGuard SlowGuard::from_env(bool allow_slow) {

@@ -223,20 +223,20 @@ StageComparison compare_stages(const std::string& fixture, const std::string& a,
         ev.speed = SpeedEvidence{};
         ev.speed->missing = "no timings: a stage set holds outputs, not timing samples";
       }
-      Case c;
-      c.source = CaseSource::stage;
-      c.input = fixture;
-      c.stage_set = a;
-      c.baseline = b;
-      c.candidate = st.name;
-      c.gate_arg = opts.gate;
-      c.exact_set = opts.exact;
-      stages.add(c, std::move(ev), std::move(g));
+      CaseRequest rq;
+      rq.source = CaseSource::stage;
+      rq.input = fixture;
+      rq.stage_set = a;
+      rq.baseline = b;
+      rq.candidates = {st.name};
+      rq.gate_arg = opts.gate;
+      rq.exact_set = opts.exact;
+      stages.add(std::move(make_cases(rq).front()), std::move(ev), std::move(g));
     }
     out.rows.push_back(std::move(row));
   }
   if (!stages.cases.empty()) {
-    const CaseRun cr = run_cases(gate, stages.cases, CaseOptions{}, &stages);
+    const CaseRun cr = run_cases(gate, stages.cases, &stages);
     size_t i = 0;
     for (auto& row : out.rows) {
       if (i >= stages.cases.size() || row.stage != stages.cases[i].candidate) continue;

@@ -219,40 +219,34 @@ SweepResult run_sweep(const std::string& fixture, const SweepOptions& o) {
   co.command = "sweep";
 
   // The rows as cases: each tau, then the stored real kernels.
-  std::vector<Case> cases;
-  const std::string gate_arg = gate ? gate_argument(*gate) : "";
+  CaseRequest rows;
+  rows.input = fixture;
+  rows.baseline = baseline;
+  rows.gate_arg = gate ? gate_argument(*gate) : "";
+  rows.options = co;
   for (double t : o.taus) {
-    Case c;
-    c.input = fixture;
-    c.baseline = baseline;
-    c.candidate = spec_for(o, t);
-    c.source = Case::source_of(c.candidate);
-    c.gate_arg = gate_arg;
-    c.tau = t;
-    cases.push_back(c);
+    rows.candidates.push_back(spec_for(o, t));
+    rows.taus.push_back(t);
   }
+  std::vector<Case> cases = make_cases(rows);
   {
     LoadOptions lo;
     lo.allow_nonfinite = o.allow_nonfinite;
     const ExactChoice ex = choose_exact(o.exact, fixture, load_fixture(fixture, lo).config);
-    for (const auto& n : stored_rows(fixture, o.stored, {baseline, ex.spec})) {
-      Case c;
-      c.source = CaseSource::stored;
-      c.input = fixture;
-      c.baseline = baseline;
-      c.candidate = "stored:" + n;
-      c.gate_arg = gate_arg;
-      cases.push_back(c);
-    }
+    CaseRequest stored = rows;
+    stored.candidates.clear();
+    stored.taus.clear();
+    for (const auto& n : stored_rows(fixture, o.stored, {baseline, ex.spec})) stored.candidates.push_back("stored:" + n);
+    for (auto& c : make_cases(stored)) cases.push_back(std::move(c));
   }
   const bool has_block = has_dataset(fixture, "/block/x");
   // The block's attention: the baseline's kind where it is computed (a stored output
   // cannot attend the block's own q, k, v).
-  const std::string block_attention = baseline.rfind("stored:", 0) == 0 ? sage2_default_spec() : baseline;
+  const std::string block_attention = is_stored_spec(baseline) ? sage2_default_spec() : baseline;
   nlohmann::json wall = {{"prepare_ms", sweep_ms_since(t_start)}};
 
   auto t0 = Clock::now();
-  CaseRun cr = gate ? run_cases(*gate, cases, co) : case_figures(cases, co);
+  CaseRun cr = gate ? run_cases(*gate, cases) : case_figures(cases);
   wall["cases_ms"] = sweep_ms_since(t0);
   const nlohmann::json refs = cr.reference_runs.value(fixture, nlohmann::json::object());
   const nlohmann::json exact_run = refs.value("exact", nlohmann::json::object());

@@ -118,7 +118,10 @@ nlohmann::json tr_where_json(const MetricBreakdown& b) {
 // with exact's when stored, and the maps of the first stage out of bounds.
 nlohmann::json tr_block_section(const std::string& fx, const Fixture& f, const std::string& cand,
                              const std::string& base, const std::string& exact, size_t top) {
-  auto stored_name = [](const std::string& s) { return s.rfind("stored:", 0) == 0 ? s.substr(7) : std::string(); };
+  auto stored_name = [](const std::string& s) {
+    const auto spec = BackendSpec::try_parse(s);
+    return spec && spec->is_stored() ? spec->argument() : std::string();
+  };
   auto has_stages = [&](const std::string& n) { return !n.empty() && !list_group(fx, "/outputs/" + n + "/stages").empty(); };
   const std::string a = stored_name(cand);
   if (!has_stages(a))
@@ -308,7 +311,7 @@ nlohmann::json run_triage(const std::string& fx_path, const TriageOptions& o) {
   progress.advance();
   AttentionResult cand_res;
   // A computed sol candidate is the emulation itself (no separate emulation run).
-  const bool sol_computed = emu && emu->kind == "sol" && (o.candidate == "sol" || o.candidate.rfind("sol:", 0) == 0);
+  const bool sol_computed = emu && emu->kind == "sol" && BackendSpec::parse(o.candidate).kind_name() == "sol";
   const Tensor cand = tr_run(*cand_b, problem, o.candidate, &cand_res);
   progress.advance();
   if (cand.shape != exact.shape)
@@ -497,15 +500,21 @@ nlohmann::json run_triage(const std::string& fx_path, const TriageOptions& o) {
 
   // The repro: this triage in one line, and a slice small enough to attach.
   const nlohmann::json sl = tr_slice_of(cfg, j["ranked_cells"]);
-  auto q = shell_quote;
-  const std::string line = command_line({"triage", fx_arg}, {{"--candidate", o.candidate}, {"--baseline", base_spec},
-                                                             {"--exact", o.exact}, {"--against", o.against}});
+  std::vector<std::string> switches;
+  if (!o.decompose) switches.push_back("--no-decompose");
+  if (o.allow_slow) switches.push_back("--allow-slow");
+  const std::string line =
+      command_line({"triage", fx_arg},
+                   {{"--candidate", o.candidate}, {"--baseline", base_spec}, {"--exact", o.exact},
+                    {"--against", o.against}, {"--top", o.top == TriageOptions{}.top ? "" : std::to_string(o.top)}},
+                   switches);
   const std::string cand_name = cand_b->is_stored() ? o.candidate : "stored:" + cand_b->name();
-  std::string extract = "touchstone fixture extract " + q(fx_arg) + " --heads " + sl["heads"].get<std::string>() +
-                        " --tokens " + sl["tokens"].get<std::string>();
-  if (!cand_b->is_stored()) extract += " --with " + q(o.candidate);
-  if (!base_b->is_stored()) extract += " --with " + q(base_spec);
-  extract += " -o small.h5";
+  std::vector<std::pair<std::string, std::string>> extract_flags = {{"--heads", sl["heads"].get<std::string>()},
+                                                                    {"--tokens", sl["tokens"].get<std::string>()}};
+  if (!cand_b->is_stored()) extract_flags.push_back({"--with", o.candidate});
+  if (!base_b->is_stored()) extract_flags.push_back({"--with", base_spec});
+  extract_flags.push_back({"-o", "small.h5"});
+  const std::string extract = command_line({"fixture", "extract", fx_arg}, extract_flags);
   const std::string base_name = base_b->is_stored() ? base_spec : "stored:" + base_b->name();
   j["repro"] = {{"command", line},
                 {"extract", extract},

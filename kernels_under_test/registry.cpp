@@ -19,78 +19,163 @@ namespace ts {
 
 namespace {
 
-// The attention backend kinds, once: name, what it is, and whether it is an
-// emulation (it computes what a kernel would, at a speed no kernel has, so it
-// is never speed evidence unless a gate asks: GateFile::time_emulations).
-struct BackendKind {
-  std::string name, description;
-  bool emulation;
-  bool exact_reference;  // computes exact attention: its error against exact is 0 or rounding
-};
-
-const std::vector<BackendKind>& backend_kind_table() {
-  static const std::vector<BackendKind> kinds = {
-      {"exact", "float64 reference attention (precision=fp64|fp32)", true, true},
-      {"sage2", "SageAttention 2.2.0 emulation (preset=" + sage2_preset_names("|") + ", any knob key=value)", true, false},
-      {"sol", "routed block-sparse attention (tau=1.3, precision=bf16|int8_qk|int8_qk_pv, ...)", true, false},
+// The factories: each kind's own, reading its parameters (and finishing them:
+// an unknown key is an error naming it).
+std::unique_ptr<AttentionBackend> make_exact(const BackendSpec& s, const BackendContext&) {
+  BackendParams p = s.params();
+  return make_exact_backend(p);
+}
+std::unique_ptr<AttentionBackend> make_sage2(const BackendSpec& s, const BackendContext&) {
+  BackendParams p = s.params();
+  return make_sage2_backend(p);
+}
+std::unique_ptr<AttentionBackend> make_sol(const BackendSpec& s, const BackendContext&) {
+  BackendParams p = s.params();
+  return make_sol_backend(p);
+}
 #ifdef TOUCHSTONE_HAVE_CUDA
-      {"exact_cuda", "float64 reference attention on the CUDA device (this build has CUDA)", true, true},
-      {"sage2_cuda", "the sage2 emulation with its attention on the CUDA device, the host's bits "
-                     "(the knobs of sage2; quantised pipeline only)", true, false},
-      {"sol_cuda", "the sol emulation with its attention on the CUDA device: the host's routing; the host's "
-                   "bits for int8_qk_pv, within summation order for bf16 and int8_qk (the knobs of sol)", true, false},
+std::unique_ptr<AttentionBackend> make_exact_cuda(const BackendSpec& s, const BackendContext&) {
+  BackendParams p = s.params();
+  return cuda::make_exact_backend(p);
+}
+std::unique_ptr<AttentionBackend> make_sage2_cuda(const BackendSpec& s, const BackendContext&) {
+  BackendParams p = s.params();
+  return cuda::make_sage2_backend(p);
+}
+std::unique_ptr<AttentionBackend> make_sol_cuda(const BackendSpec& s, const BackendContext&) {
+  BackendParams p = s.params();
+  return cuda::make_sol_backend(p);
+}
 #endif
-      {"stored", "an output stored in the fixture: stored:NAME reads /outputs/NAME/attention "
-                 "(stored:observed reads /attention/observed) and /timings/NAME", false, false},
-      {"plugin", "a kernel under test in a shared library (touchstone_kernel.h): plugin:PATH.so,key=value "
-                 "(keys go to the plugin; docs/plugins.md)", false, false},
+std::unique_ptr<AttentionBackend> make_stored(const BackendSpec& s, const BackendContext& ctx) {
+  return make_stored_backend(s.argument(), ctx.fixture_path);
+}
+std::unique_ptr<AttentionBackend> make_plugin(const BackendSpec& s, const BackendContext& ctx) {
+  return make_plugin_backend(s.text(), ctx);
+}
+
+std::string sol_defaults() {
+  const SolConfig d;
+  return "tau=" + backend_param_text(d.tau) + ",precision=bf16,selector=zscore,compensation=on,block_q=" +
+         std::to_string(d.block_q) + ",block_k=" + std::to_string(d.block_k);
+}
+
+#ifdef TOUCHSTONE_HAVE_CUDA
+#define TS_DEVICE_FACTORY(f) &(f)
+#else
+#define TS_DEVICE_FACTORY(f) nullptr
+#endif
+
+// The kinds that take key=value parameters (not a name or path first).
+bool takes_name(const std::string& kind) { return kind == "stored" || kind == "plugin"; }
+
+const AttentionBackendKind* find_kind(const std::string& name) {
+  for (const auto& k : attention_backend_kind_table())
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
+[[noreturn]] void unknown_kind(const std::string& kind, const std::string& spec) {
+  std::string kinds;
+  for (const auto& [k, d] : attention_backend_kinds()) kinds += (kinds.empty() ? "" : ", ") + k;
+  throw InputError("unknown backend '" + kind + "' in '" + spec + "' (known: " + kinds + ")");
+}
+
+}  // namespace
+
+const std::vector<AttentionBackendKind>& attention_backend_kind_table() {
+  // name, description, emulation, exact_reference, device, dense_cpu, routes, takes_name, defaults, factory
+  static const std::vector<AttentionBackendKind> kinds = {
+      {"exact", "float64 reference attention (precision=fp64|fp32)", true, true, false, true, false, false,
+       "precision=fp64", &make_exact},
+      {"sage2", "SageAttention 2.2.0 emulation (preset=" + sage2_preset_names("|") + ", any knob key=value)", true,
+       false, false, true, false, false, std::string("preset=") + sage2_default_preset().name, &make_sage2},
+      {"sol", "routed block-sparse attention (tau=1.3, precision=bf16|int8_qk|int8_qk_pv, ...)", true, false, false,
+       false, true, false, sol_defaults(), &make_sol},
+      {"exact_cuda", "float64 reference attention on the CUDA device (this build has CUDA)", true, true, true, false,
+       false, false, "precision=fp64", TS_DEVICE_FACTORY(make_exact_cuda)},
+      {"sage2_cuda",
+       "the sage2 emulation with its attention on the CUDA device, the host's bits "
+       "(the knobs of sage2; quantised pipeline only)",
+       true, false, true, false, false, false, std::string("preset=") + sage2_default_preset().name,
+       TS_DEVICE_FACTORY(make_sage2_cuda)},
+      {"sol_cuda",
+       "the sol emulation with its attention on the CUDA device: the host's routing; the host's "
+       "bits for int8_qk_pv, within summation order for bf16 and int8_qk (the knobs of sol)",
+       true, false, true, false, true, false, sol_defaults(), TS_DEVICE_FACTORY(make_sol_cuda)},
+      {"stored",
+       "an output stored in the fixture: stored:NAME reads /outputs/NAME/attention "
+       "(stored:observed reads /attention/observed) and /timings/NAME",
+       false, false, false, false, false, true, "", &make_stored},
+      {"plugin",
+       "a kernel under test in a shared library (touchstone_kernel.h): plugin:PATH.so,key=value "
+       "(keys go to the plugin; docs/plugins.md)",
+       false, false, false, false, false, true, "", &make_plugin},
   };
   return kinds;
 }
 
-// The kind of a spec: what stands before the first ':' or ','.
-std::string spec_kind(const std::string& spec) { return spec.substr(0, spec.find_first_of(":,")); }
+#undef TS_DEVICE_FACTORY
 
-}  // namespace
+BackendSpec BackendSpec::parse(const std::string& text) {
+  BackendSpec s;
+  s.text_ = text;
+  // stored:NAME takes a name, plugin:PATH a path first, then the plugin's own key=value pairs.
+  const auto colon = text.find(':');
+  const std::string head = text.substr(0, colon);
+  if (takes_name(head) && (colon != std::string::npos || head == "plugin")) {
+    s.kind_ = find_kind(head);
+    if (colon != std::string::npos) {
+      const std::string rest = text.substr(colon + 1);
+      s.argument_ = head == "plugin" ? rest.substr(0, rest.find(',')) : rest;
+    }
+    return s;
+  }
+  s.params_ = BackendParams::parse(text);
+  s.kind_ = find_kind(s.params_.kind());
+  if (!s.kind_ || !s.kind_->make && !s.kind_->device) unknown_kind(s.params_.kind(), text);
+  if (s.kind_->takes_name) unknown_kind(s.params_.kind(), text);  // "stored" without its name
+  return s;
+}
+
+std::optional<BackendSpec> BackendSpec::try_parse(const std::string& text) {
+  try {
+    return parse(text);
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+}
+
+std::unique_ptr<AttentionBackend> BackendSpec::make(const BackendContext& ctx) const {
+  if (!kind_->make)
+    throw InputError("backend '" + text_ + "' runs on a CUDA device, and there is none here (this build has no CUDA)");
+  return kind_->make(*this, ctx);
+}
+
+std::unique_ptr<AttentionBackend> make_attention_backend(const std::string& spec, const BackendContext& ctx) {
+  return BackendSpec::parse(spec).make(ctx);
+}
 
 std::vector<std::pair<std::string, std::string>> attention_backend_kinds() {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& k : backend_kind_table()) out.emplace_back(k.name, k.description);
+  for (const auto& k : attention_backend_kind_table())
+    if (k.make) out.emplace_back(k.name, k.description);
   return out;
 }
 
 bool is_emulation_spec(const std::string& spec) {
-  const std::string kind = spec_kind(spec);
-  for (const auto& k : backend_kind_table())
-    if (k.name == kind) return k.emulation;
-  return false;
+  const auto s = BackendSpec::try_parse(spec);
+  return s && s->is_emulation();
 }
 
 bool is_exact_reference_spec(const std::string& spec) {
-  const std::string kind = spec_kind(spec);
-  for (const auto& k : backend_kind_table())
-    if (k.name == kind) return k.exact_reference;
-  return false;
+  const auto s = BackendSpec::try_parse(spec);
+  return s && s->is_exact_reference();
 }
 
-std::unique_ptr<AttentionBackend> make_attention_backend(const std::string& spec,
-                                                         const BackendContext& ctx) {
-  // stored:NAME takes a name, not key=value pairs.
-  if (spec.rfind("stored:", 0) == 0) return make_stored_backend(spec.substr(7), ctx.fixture_path);
-  // plugin:PATH takes a path first, then the plugin's own key=value pairs.
-  if (spec == "plugin" || spec.rfind("plugin:", 0) == 0) return make_plugin_backend(spec, ctx);
-  BackendParams p = BackendParams::parse(spec);
-  if (p.kind() == "exact") return make_exact_backend(p);
-  if (p.kind() == "sage2") return make_sage2_backend(p);
-  if (p.kind() == "sol") return make_sol_backend(p);
-#ifdef TOUCHSTONE_HAVE_CUDA
-  if (p.kind() == "exact_cuda") return cuda::make_exact_backend(p);
-  if (p.kind() == "sage2_cuda") return cuda::make_sage2_backend(p);
-  if (p.kind() == "sol_cuda") return cuda::make_sol_backend(p);
-#endif
-  std::string kinds;
-  for (const auto& [k, d] : attention_backend_kinds()) kinds += (kinds.empty() ? "" : ", ") + k;
-  throw InputError("unknown backend '" + p.kind() + "' in '" + spec + "' (known: " + kinds + ")");
+bool is_stored_spec(const std::string& spec) {
+  const auto s = BackendSpec::try_parse(spec);
+  return s && s->is_stored();
 }
 
 const std::vector<BlockBackendKind>& block_backend_kinds() {

@@ -91,7 +91,7 @@ int run(const Opts& o) {
   }
   double exact_ms = 0;
   for (const auto& r : rows)
-    if (r.name.rfind("exact", 0) == 0) {
+    if (ts::BackendSpec::parse(r.spec).is_exact_reference()) {
       exact_ms = r.ms;
       break;
     }

@@ -11,6 +11,7 @@
 #include "fixtures/fixture.hpp"
 #include "gates/metrics.hpp"
 #include "gates/report.hpp"
+#include "kernels_under_test/registry.hpp"
 #include "tools/command.hpp"
 #include "drivers/stage_comparison.hpp"
 
@@ -25,7 +26,10 @@ struct Opts {
 
 // "stored:NAME" is NAME, the spec by which gate, sweep and triage name the
 // same stored output, so that a name copied from their reports works here.
-std::string output_name(const std::string& arg) { return arg.rfind("stored:", 0) == 0 ? arg.substr(7) : arg; }
+std::string output_name(const std::string& arg) {
+  const auto spec = ts::BackendSpec::try_parse(arg);
+  return spec && spec->is_stored() ? spec->argument() : arg;
+}
 
 // "exact" -> the stored exact output (/outputs/exact or /outputs/exact_cuda,
 // whichever is there; --exact exact_cuda prefers that one), "observed" ->
@@ -49,7 +53,7 @@ std::string dataset_of(const std::string& fixture, const std::string& arg) {
 ts::HeldTensor read(const std::string& fixture, const std::string& name) {
   const std::string ds = dataset_of(fixture, name);
   if (!ts::has_dataset(fixture, ds)) {
-    if (name[0] != '/' && name.find(':') != std::string::npos && name.rfind("stored:", 0) != 0)
+    if (name[0] != '/' && name.find(':') != std::string::npos && !ts::is_stored_spec(name))
       throw ts::InputError("'" + name + "' is a backend spec; compare reads stored tensors (stored:NAME, an "
                            "/outputs name, exact, observed or a dataset path): store it first with "
                            "touchstone reference F --backend ..., or triage it with touchstone triage F "

@@ -49,18 +49,15 @@ std::string real_kernel_fixture() {
 }
 
 std::vector<ts::Case> cases_on(const std::string& fixture, const std::string& baseline,
-                               const std::vector<std::string>& candidates, const std::string& gate) {
-  std::vector<ts::Case> out;
-  for (const auto& spec : candidates) {
-    ts::Case c;
-    c.source = ts::Case::source_of(spec);
-    c.input = fixture;
-    c.baseline = baseline;
-    c.candidate = spec;
-    c.gate_arg = gate;
-    out.push_back(c);
-  }
-  return out;
+                               const std::vector<std::string>& candidates, const std::string& gate,
+                               const ts::CaseOptions& opts) {
+  ts::CaseRequest r;
+  r.input = fixture;
+  r.baseline = baseline;
+  r.candidates = candidates;
+  r.gate_arg = gate;
+  r.options = opts;
+  return ts::make_cases(r);
 }
 
 int run(const Opts& o) {
@@ -111,13 +108,12 @@ int run(const Opts& o) {
   co.seed = o.seed;
   co.group_figures = false;
   co.command = "demo";
-  const ts::CaseRun table = ts::case_figures(cases_on(path, baseline, specs, ""), co);
+  const ts::CaseRun table = ts::case_figures(cases_on(path, baseline, specs, "", co));
 
   // 2. The seed's question on the emulations: accuracy decides; their speed is not a kernel's.
   const ts::GateRun emu = ts::run_cases(ts::load_gate("sparse_acceptance"),
                                         cases_on(path, baseline, {"sol:tau=1.3", "sol:tau=1.3,precision=int8_qk", "sol:tau=-100"},
-                                                 "sparse_acceptance"),
-                                        co)
+                                                 "sparse_acceptance", co))
                               .run;
   // 3. Real kernels with real timings: the committed fixture's stored outputs,
   // against the real SageAttention kernel of the GB10 path.
@@ -126,8 +122,7 @@ int run(const Opts& o) {
     kernels = ts::run_cases(ts::load_gate("sparse_acceptance"),
                             cases_on(real, "stored:sageattn_sm121",
                                      {"stored:sageattn_sm90", "stored:sdpa_cudnn", "stored:sdpa_flash"},
-                                     "sparse_acceptance"),
-                            co)
+                                     "sparse_acceptance", co))
                   .run;
 
   if (o.json.on()) {

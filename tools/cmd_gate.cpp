@@ -33,7 +33,9 @@ struct Opts {
 
 ts::GateRun run_fixture(const ts::GateFile& gate, const std::string& baseline, const Opts& o) {
   ts::GateRunOptions go;
-  go.pairs = o.pairs;
+  // --pairs 0: nothing timed here (a sweep's rows; its repro lines say so).
+  go.timed = o.pairs > 0;
+  go.pairs = o.pairs > 0 ? o.pairs : 1;
   go.warmup = o.warmup;
   go.rotate = o.rotate;
   go.budget_s = o.budget_s;
@@ -44,7 +46,7 @@ ts::GateRun run_fixture(const ts::GateFile& gate, const std::string& baseline, c
   go.allow_slow = o.allow_slow;
   go.accuracy_only = o.accuracy_only;
   if (!o.measurements.empty())
-    return ts::run_cases(gate, ts::measurement_cases(o.measurements, baseline, o.candidates, o.gate), go).run;
+    return ts::run_cases(gate, ts::measurement_cases(o.measurements, baseline, o.candidates, o.gate, go)).run;
   return ts::run_gate_on_fixture(gate, o.fixture, baseline, o.candidates, go);
 }
 
@@ -87,9 +89,11 @@ ts::cli::Registration reg{
                      "candidate backend spec (repeatable); with --measurements a backend name "
                      "(default: every backend but the baseline)");
       app.add_option("--pairs", o->pairs,
-                     "timed pairs per candidate (A B A B ...); a speed rule needs at least 3")
+                     "timed pairs per candidate (A B A B ...); a speed rule needs at least 3; 0: nothing is "
+                     "timed here (a speed rule on a computed side is missing; two stored sides are still "
+                     "judged on their /timings), as a sweep's rows")
           ->capture_default_str()
-          ->check(ts::cli::integer_in(1, 1000000));
+          ->check(ts::cli::integer_in(0, 1000000));
       app.add_option("--warmup", o->warmup, "untimed warm-up pairs")->capture_default_str()->check(ts::cli::integer_in(0, 1000000));
       app.add_option("--budget-s", o->budget_s, "stop timing a candidate after this many seconds (min 3 pairs; 0: no limit)")
           ->capture_default_str()

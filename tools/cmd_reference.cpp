@@ -59,7 +59,7 @@ int run(const Opts& o) {
     return ts::kPass;
   }
   const std::string spec = build_spec(o);
-  if (o.store_routing && spec.rfind("sol", 0) != 0)
+  if (o.store_routing && !ts::BackendSpec::parse(spec).routes())
     throw ts::InputError("--store-routing: only the sol family routes (backend sol or sol_cuda, not '" + o.backend + "')");
   ts::require_device_for(spec);
   ts::LoadOptions lo;

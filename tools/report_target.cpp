@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "kernels_under_test/registry.hpp"
 #include "gates/report.hpp"
 #include "tools/command.hpp"
 
@@ -36,9 +37,8 @@ std::map<const CLI::Option*, bool>& outputs() {
 
 // The file an input value names: a path, or plugin:PATH[,key=value...].
 std::string file_of(const std::string& v) {
-  if (v.rfind("plugin:", 0) != 0) return v;
-  const size_t comma = v.find(',');
-  return v.substr(7, comma == std::string::npos ? std::string::npos : comma - 7);
+  const auto spec = ts::BackendSpec::try_parse(v);
+  return spec && spec->is_plugin() ? spec->argument() : v;
 }
 
 bool is_hdf5(const std::string& path) {

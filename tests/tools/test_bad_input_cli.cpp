@@ -143,7 +143,7 @@ TEST_CASE("bad input: an unknown or missing command names the commands, the near
 
 TEST_CASE("bad input: a numeric flag's message says what is wrong with the value") {
   bad_input(cli("gate " + tiny() + " --pairs 5abc"), "--pairs: '5abc' is not a whole number");
-  bad_input(cli("gate " + tiny() + " --pairs 0"), "--pairs: 0 is out of range: expected 1 to 1000000");
+  bad_input(cli("gate " + tiny() + " --pairs -1"), "--pairs: -1 is out of range: expected 0 to 1000000");
   bad_input(cli("gate " + tiny() + " --budget-s nan"), "--budget-s: 'nan' is not a finite number");
   bad_input(cli("gate " + tiny() + " --budget-s -1"), "--budget-s: -1 is out of range: expected a number >= 0");
   bad_input(cli("compare " + tiny() + " --top -1"), "--top: -1 is out of range: expected 1 to 1000000");
