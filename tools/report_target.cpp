@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "gates/report.hpp"
+#include "core/write_file.hpp"
 #include "tools/command.hpp"
 
 namespace ts::cli {
