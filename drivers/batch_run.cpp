@@ -11,11 +11,10 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/write_file.hpp"
 #include "drivers/gate_on_fixture.hpp"
 #include "gates/gate_file.hpp"
 #include "gates/json_input.hpp"
-#include "gates/markup.hpp"
-#include "gates/report.hpp"
 
 namespace ts {
 namespace {
@@ -333,133 +332,6 @@ int BatchReport::exit_code() const {
   for (const auto& r : runs)
     if (r.exit_code() != 0) return kGateFailed;
   return kPass;
-}
-
-namespace {
-
-VerdictCounts verdicts_of(const BatchReport& r) {
-  std::vector<CandidateVerdict> all;
-  for (const auto& run : r.runs) all.insert(all.end(), run.candidates.begin(), run.candidates.end());
-  return count_verdicts(all);
-}
-
-nlohmann::json summary_of(const BatchReport& r) {
-  const VerdictCounts v = verdicts_of(r);
-  nlohmann::json j = v.to_json();
-  j.update({{"cases", r.plan.cases.size()}, {"judged", v.total}, {"not_judged", r.not_judged.size()},
-            {"exit_code", r.exit_code()}});
-  return j;
-}
-
-std::string summary_line(const BatchReport& r) {
-  std::ostringstream o;
-  o << "batch " << r.plan.name << ": " << r.plan.cases.size() << " cases, " << verdicts_of(r).text(true) << ", "
-    << r.not_judged.size() << " not judged";
-  return o.str();
-}
-
-std::string case_words(const BatchCase& c) {
-  return c.id + " " + c.candidate + " on " + c.fixture + " (gate " + c.gate + ", baseline " + c.baseline + ")";
-}
-
-}  // namespace
-
-std::string BatchReport::json() const {
-  nlohmann::json j;
-  j["schema"] = kBatchReportSchema;
-  j["plan"] = {{"path", plan.path}, {"name", plan.name}, {"digest", plan.digest}};
-  j["summary"] = summary_of(*this);
-  j["runs"] = nlohmann::json::array();
-  for (const auto& r : runs) j["runs"].push_back(r.to_json());
-  j["not_judged"] = nlohmann::json::array();
-  for (const auto& n : not_judged) {
-    nlohmann::json c = n.c.to_json();
-    c.erase("key");
-    c.erase("cost_core_s");
-    c["reason"] = n.reason;
-    j["not_judged"].push_back(c);
-  }
-  j["execution"] = execution;
-  return j.dump(2) + "\n";
-}
-
-std::string BatchReport::junit() const {
-  // Each run's suite as `gate --junit` writes it, named for its fixture and
-  // baseline too (suites of one gate on many fixtures would read alike), and
-  // a suite of the cases that were not judged, as errors.
-  int tests = 0, failures = 0, errors = 0, skipped = 0;
-  auto attr = [](const std::string& doc, const std::string& name) {
-    const std::string k = " " + name + "=\"";
-    const size_t p = doc.find(k);
-    return p == std::string::npos ? 0 : std::atoi(doc.c_str() + p + k.size());
-  };
-  std::ostringstream suites;
-  for (const auto& r : runs) {
-    const std::string doc = render_junit(r);
-    // The suites between <testsuites ...> and </testsuites>, whatever their indentation.
-    const size_t a = doc.find("<testsuite ");
-    const size_t b = doc.rfind("</testsuites>");
-    if (a == std::string::npos || b == std::string::npos) throw InternalError("unexpected JUnit layout");
-    std::string suite = "  " + doc.substr(a, b - a);
-    const std::string old = "<testsuite name=\"" + markup_escape(r.gate.name) + "\"";
-    const size_t n = suite.find(old);
-    if (n != std::string::npos)
-      suite.replace(n, old.size(),
-                    "<testsuite name=\"" + markup_escape(r.gate.name + " " + r.input + " vs " + r.baseline) + "\"");
-    tests += attr(suite, "tests");
-    failures += attr(suite, "failures");
-    errors += attr(suite, "errors");
-    skipped += attr(suite, "skipped");
-    suites << suite;
-  }
-  if (!not_judged.empty()) {
-    suites << "  <testsuite name=\"not judged\" tests=\"" << not_judged.size() << "\" failures=\"0\" errors=\""
-           << not_judged.size() << "\" skipped=\"0\">\n";
-    for (const auto& n : not_judged) {
-      suites << "    <testcase classname=\"" << markup_escape(n.c.gate + "." + n.c.candidate) << "\" name=\""
-             << markup_escape(n.c.id + " " + n.c.fixture) << "\">\n"
-             << "      <error type=\"not judged\" message=\"" << markup_escape(n.reason) << "\">"
-             << markup_escape(case_words(n.c) + ": " + n.reason) << "</error>\n    </testcase>\n";
-    }
-    suites << "  </testsuite>\n";
-    tests += static_cast<int>(not_judged.size());
-    errors += static_cast<int>(not_judged.size());
-  }
-  std::ostringstream out;
-  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out << "<testsuites name=\"touchstone batch " << markup_escape(plan.name) << "\" tests=\"" << tests
-      << "\" failures=\"" << failures << "\" errors=\"" << errors << "\" skipped=\"" << skipped << "\">\n";
-  out << suites.str() << "</testsuites>\n";
-  return out.str();
-}
-
-std::string BatchReport::markdown() const {
-  std::ostringstream o;
-  o << "## " << summary_line(*this) << "\n\n";
-  for (const auto& r : runs) o << render_markdown(r) << "\n";
-  if (!not_judged.empty()) {
-    o << "### Not judged\n\n";
-    for (const auto& n : not_judged) o << "- `" << n.c.id << "` `" << n.c.candidate << "` on `" << n.c.fixture
-                                       << "` (gate `" << n.c.gate << "`, baseline `" << n.c.baseline
-                                       << "`): " << n.reason << "\n";
-  }
-  return o.str();
-}
-
-std::string BatchReport::html() const {
-  std::vector<const GateRun*> ptrs;
-  for (const auto& r : runs) ptrs.push_back(&r);
-  std::vector<std::string> notes = {summary_line(*this)};
-  for (const auto& n : not_judged) notes.push_back("not judged: " + case_words(n.c) + ": " + n.reason);
-  return render_html(ptrs, "touchstone batch " + plan.name, notes);
-}
-
-std::string BatchReport::text() const {
-  std::ostringstream o;
-  for (const auto& r : runs) o << render_terminal(r) << "\n";
-  for (const auto& n : not_judged) o << "NOT JUDGED " << case_words(n.c) << ": " << n.reason << "\n";
-  o << summary_line(*this) << "\n";
-  return o.str();
 }
 
 nlohmann::json normalised_report(const nlohmann::json& report) {

@@ -63,12 +63,7 @@ struct BatchReport {
   std::vector<NotJudged> not_judged;
   nlohmann::json execution = nlohmann::json::object();  // volatile: mode, hosts, per-case wall times
   int exit_code() const;  // 0 when every case was judged ACCEPT, else 1
-  std::string json() const;
-  std::string junit() const;
-  std::string markdown() const;
-  std::string html() const;
-  std::string text() const;  // terminal: each run as `gate` prints it, then the summary
-};
+};  // its JSON, JUnit, Markdown, HTML and terminal text: report/batch_report.hpp
 
 // Assembles the report from records (any order, any mix of sources). A case
 // without a record is not judged with `missing_reasons[id]`, else "no result".

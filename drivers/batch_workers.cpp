@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "core/error.hpp"
-#include "gates/report.hpp"
+#include "core/write_file.hpp"
 
 namespace ts {
 namespace {

@@ -32,9 +32,7 @@ struct ChainJudgement {
   bool search = false;           // touchstone policy (exit 0 when one is chosen)
   int exit_code() const;
   nlohmann::json to_json() const;
-  std::string text(int width) const;
-  std::string html() const;
-};
+};  // its terminal table and HTML page: report/chain_report.hpp
 
 // The schedules of `touchstone policy`: "dense if step<k; BACKEND:tau=T[,precision=P]" for
 // k = 0 .. steps - 1 and every tau, and the all-dense schedule.

@@ -21,10 +21,8 @@
 #include "drivers/run_estimate.hpp"
 #include "drivers/scan_worker.hpp"
 #include "fixtures/synth.hpp"
-#include "gates/markup.hpp"
+#include "gates/gate_file.hpp"
 #include "gates/metrics.hpp"
-#include "gates/report.hpp"
-#include "gates/svg_plot.hpp"
 #include "kernels_under_test/registry.hpp"
 
 namespace ts {
@@ -92,7 +90,6 @@ const std::vector<std::string>& scan_metrics() {
   return m;
 }
 
-std::string figure_name(const std::string& metric) { return metric == "cosine" ? "1 - cosine" : metric; }
 
 std::string temp_dir(const std::string& under) {
   std::string tmpl = ((under.empty() ? fs::temp_directory_path() : fs::path(under)) / "touchstone-scan-XXXXXX").string();
@@ -102,6 +99,8 @@ std::string temp_dir(const std::string& under) {
 }
 
 }  // namespace
+
+std::string scan_figure_name(const std::string& metric) { return metric == "cosine" ? "1 - cosine" : metric; }
 
 ScanResult run_scan(const ScanOptions& o) {
   if (o.candidate.empty() == o.worker.empty()) throw InputError("scan: give exactly one of --candidate and --worker");
@@ -206,7 +205,7 @@ nlohmann::json ScanResult::to_json() const {
           {"candidate_name", candidate_name},
           {"exact", o.exact},
           {"metric", o.metric},
-          {"figure", figure_name(o.metric)},
+          {"figure", scan_figure_name(o.metric)},
           {"dim", scan_dim_name(o.dim)},
           {"preset", o.preset},
           {"fixed", {{"seq", o.seq ? nlohmann::json(*o.seq) : nlohmann::json()},
@@ -229,73 +228,6 @@ int ScanResult::exit_code() const {
   for (const auto& e : search.evaluations)
     if (!e.figure || !std::isfinite(*e.figure)) return 1;
   return 0;
-}
-
-std::string ScanResult::text() const {
-  std::ostringstream o;
-  const std::string dim = scan_dim_name(options.dim), fig = figure_name(options.metric);
-  o << "scan of " << candidate_name << " against " << options.exact << ", " << fig << " by " << dim << " ("
-    << options.preset << " geometry)\n";
-  o << "  " << dim << std::string(dim.size() < 10 ? 10 - dim.size() : 1, ' ') << fig
-    << std::string(fig.size() < 14 ? 14 - fig.size() : 1, ' ') << "ms        evaluation\n";
-  for (const auto& e : search.sorted()) {
-    std::string f = !e.error.empty() ? "failed" : e.figure ? format_number(*e.figure) : "undefined";
-    char line[256];
-    std::snprintf(line, sizeof line, "  %-10lld%-14s%-10.1f%s", static_cast<long long>(e.x), f.c_str(), e.ms,
-                  (std::to_string(e.order + 1) + (e.grid ? " (grid)" : " (bisection)")).c_str());
-    // The row fits 100 columns; the whole error is in --json.
-    std::string err = e.error;
-    const size_t room = 100 > std::strlen(line) + 2 ? 100 - std::strlen(line) - 2 : 0;
-    if (err.size() > room) err = room > 3 ? err.substr(0, room - 3) + "..." : "";
-    o << line << (err.empty() ? "" : "  " + err) << "\n";
-  }
-  bool any_finite = false;
-  for (const auto& e : search.evaluations) any_finite = any_finite || (e.figure && std::isfinite(*e.figure));
-  if (search.slope)
-    o << "trend: " << fig << " ~ " << dim << "^" << format_number(*search.slope, 3) << "; "
-      << search.evaluations.size() << " evaluations\n";
-  else
-    o << "trend: none (no two neighbouring runs gave a finite figure); " << search.evaluations.size()
-      << " evaluations\n";
-  if (search.cliff) o << search.cliff->text << "\n";
-  else if (!any_finite) o << "nothing measured: every run failed or gave no finite figure (errors above)\n";
-  else if (!search.slope) o << "no cliff located: too few finite runs to have a trend\n";
-  else o << "no cliff: every step follows the trend within a factor " << format_number(options.search.jump) << "\n";
-  for (const auto& [a, b] : search.other_departures)
-    o << "also off the trend (not bisected): between " << a << " and " << b << "\n";
-  return o.str();
-}
-
-std::string ScanResult::html() const {
-  const std::string dim = scan_dim_name(options.dim), fig = figure_name(options.metric);
-  svg::XYPlot p;
-  p.title = fig + " against " + dim + ": " + candidate_name;
-  p.x_label = dim;
-  p.y_label = fig + " vs " + options.exact;
-  svg::XYSeries s{fig, "s0", {}, true};
-  for (const auto& e : search.evaluations)
-    s.points.push_back({static_cast<double>(e.x), e.figure, "", e.grid ? "s0" : "s1"});
-  p.series = {s};
-  if (search.cliff)
-    p.x_spans.push_back({static_cast<double>(search.cliff->below), static_cast<double>(search.cliff->above),
-                         "cliff " + std::to_string(search.cliff->below) + "-" + std::to_string(search.cliff->above)});
-  std::ostringstream b;
-  b << "<h1>touchstone scan: <code>" << markup_escape(candidate_name) << "</code></h1>\n<p>"
-    << markup_escape(search.cliff ? search.cliff->text
-                     : search.slope ? "no cliff: every step follows the trend"
-                                    : "no trend: no two neighbouring runs gave a finite figure") << "</p>\n"
-    << "<figure><figcaption><span class=\"note\">blue: the first grid; purple: bisection steps; x on the axis: a "
-       "failed or non-finite run; shaded: where the cliff lies</span></figcaption>\n"
-    << svg::xy_plot(p) << "</figure>\n<table>\n<tr><th>" << markup_escape(dim) << "</th><th>"
-    << markup_escape(fig) << "</th><th>ms</th><th>evaluation</th><th>error</th></tr>\n";
-  for (const auto& e : search.sorted())
-    b << "<tr><td class=\"num\">" << e.x << "</td><td class=\"num\">"
-      << markup_escape(!e.error.empty() ? "failed" : e.figure ? format_number(*e.figure) : "undefined")
-      << "</td><td class=\"num\">" << format_number(e.ms) << "</td><td>"
-      << e.order + 1 << (e.grid ? " (grid)" : " (bisection)") << "</td><td>"
-      << markup_escape(e.error) << "</td></tr>\n";
-  b << "</table>\n<pre>" << markup_escape(text()) << "</pre>\n";
-  return render_page("touchstone scan " + candidate_name, b.str());
 }
 
 }  // namespace ts

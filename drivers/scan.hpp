@@ -104,10 +104,11 @@ struct ScanResult {
   ScanSearchResult search;
   std::string candidate_name;  // the backend's name, or the worker's
   nlohmann::json to_json() const;
-  std::string text() const;  // the terminal table and the cliff's line
-  std::string html() const;  // the curve, the cliff shaded, the table
   int exit_code() const;     // 0 no cliff and every run finite; 1 otherwise
-};
+};  // its terminal table and HTML page: report/scan_report.hpp
+
+// What the trend is taken of, by metric: the metric itself, or "1 - cosine".
+std::string scan_figure_name(const std::string& metric);
 
 // Bad options, specs or a worker that does not start -> InputError before the scan.
 ScanResult run_scan(const ScanOptions& opts);

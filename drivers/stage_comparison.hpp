@@ -48,8 +48,7 @@ struct StageComparison {
   std::string first_failing, first_inconclusive;
   int exit_code() const;  // 0 when every judged stage passes, 1 otherwise
   nlohmann::json to_json() const;
-  std::string render_table() const;
-};
+};  // its terminal table: report/stage_report.hpp
 
 // Bad sets, gate or shapes -> InputError.
 StageComparison compare_stages(const std::string& fixture, const std::string& a, const std::string& b,

@@ -20,7 +20,6 @@
 #include "gates/bootstrap.hpp"
 #include "gates/gate_file.hpp"
 #include "gates/metrics.hpp"
-#include "gates/report.hpp"
 #include "kernels_under_test/registry.hpp"
 #include "reference/block.hpp"
 #include "reference/sage2_presets.hpp"
@@ -322,81 +321,6 @@ SweepResult run_sweep(const std::string& fixture, const SweepOptions& o) {
     res.json["exit_code"] = res.exit_code();
   }
   return res;
-}
-
-namespace {
-
-// The lines above every rendering: what was run, and the baseline's own distance.
-std::vector<std::string> preface(const SweepResult& r) {
-  const auto& j = r.json;
-  char line[512];
-  std::vector<std::string> out;
-  std::snprintf(line, sizeof line, "sweep on %s: S=%lld H=%lld D=%lld, %d threads", r.fixture.c_str(),
-                (long long)j["S"].get<int64_t>(), (long long)j["H"].get<int64_t>(), (long long)j["D"].get<int64_t>(),
-                j["threads"].get<int>());
-  out.push_back(line);
-  std::snprintf(line, sizeof line, "exact: %s (%s), %.0f ms", j["exact"]["name"].get<std::string>().c_str(),
-                j["exact"]["why"].get<std::string>().c_str(), j["exact"]["ms"].get<double>());
-  out.push_back(line);
-  std::snprintf(line, sizeof line, "baseline %s: rel_l2 vs exact %s, cosine %s, %.0f ms",
-                j["baseline"]["name"].get<std::string>().c_str(), fmt4(j["baseline"]["rel_l2_vs_exact"]).c_str(),
-                fmt4(j["baseline"]["cosine_vs_exact"], "%.6f").c_str(), j["baseline"]["ms"].get<double>());
-  out.push_back(line);
-  if (r.run)
-    out.push_back("wall ms: one run of each row, for the record; speed is judged only on timing samples; " +
-                  r.run->context.value("speed", std::string()));
-  return out;
-}
-
-}  // namespace
-
-std::string SweepResult::text() const {
-  std::ostringstream o;
-  const int width = terminal_width();
-  for (const auto& l : preface(*this)) o << wrap_for_terminal(l, width);  // ends its line
-  if (run) {
-    o << "\n" << render_terminal(*run, width);
-    o << "\n" << (block ? block->render_table() : wrap_for_terminal(block_note, width));
-    return o.str();
-  }
-  char line[256];
-  std::snprintf(line, sizeof line, "%8s %8s %12s %12s %12s %12s %10s\n", "tau", "density", "rel_l2/base", "cos/base",
-                "rel_l2/exact", "cos/exact", "ms");
-  o << line;
-  for (const auto& r : json["rows"]) {
-    std::snprintf(line, sizeof line, "%8g %8s %12s %12s %12s %12s %10.1f\n", r["tau"].get<double>(),
-                  fmt4(r["density"], "%.3f").c_str(), fmt4(r["rel_l2_vs_baseline"]).c_str(),
-                  fmt4(r["cosine_vs_baseline"], "%.6f").c_str(), fmt4(r["rel_l2_vs_exact"]).c_str(),
-                  fmt4(r["cosine_vs_exact"], "%.6f").c_str(), r["ms"].get<double>());
-    o << line;
-  }
-  for (const auto& r : json["stored"]) {
-    std::snprintf(line, sizeof line, "%8s %8s %12s %12s %12s %12s %10s  %s\n", "stored", "-",
-                  fmt4(r["rel_l2_vs_baseline"]).c_str(), "-", fmt4(r["rel_l2_vs_exact"]).c_str(), "-", "-",
-                  r["name"].get<std::string>().c_str());
-    o << line;
-  }
-  return o.str();
-}
-
-std::string SweepResult::markdown() const {
-  if (!run) throw InputError("a Markdown or HTML report needs --gate (it shows verdicts)");
-  std::ostringstream o;
-  o << "## touchstone sweep `" << fixture << "`\n\n";
-  for (const auto& l : preface(*this)) o << "- " << l << "\n";
-  o << "\n" << render_markdown(*run) << "\n### Block: per-stage chain\n\n";
-  if (block) o << render_markdown(block->run);
-  else o << block_note << "\n";
-  return o.str();
-}
-
-std::string SweepResult::html() const {
-  if (!run) throw InputError("a Markdown or HTML report needs --gate (it shows verdicts)");
-  std::vector<std::string> notes = preface(*this);
-  std::vector<const GateRun*> runs = {&*run};
-  if (block) runs.push_back(&block->run);
-  else notes.push_back(block_note);
-  return render_html(runs, "touchstone sweep " + fixture, notes);
 }
 
 }  // namespace ts

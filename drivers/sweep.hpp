@@ -51,10 +51,7 @@ struct SweepResult {
   std::optional<StageComparison> block;
   std::string block_note;         // with a gate and no chain: why (one line)
   int exit_code() const;          // 0 without a gate; else 0 only when every verdict passes
-  std::string text() const;       // the terminal table
-  std::string markdown() const;   // with a gate: the gate's Markdown report, block chain appended
-  std::string html() const;       // with a gate: one page, the rows' run and the block chain's
-};
+};  // its terminal table, Markdown and HTML: report/sweep_report.hpp
 
 // Bad flags, specs, fixture, gate -> InputError before any backend runs. With a gate,
 // a row that fails to run is REJECT with its error and the others are still judged.

@@ -9,7 +9,7 @@
 #include "fixtures/identity.hpp"
 #include "gates/gate_file.hpp"
 #include "gates/metrics.hpp"
-#include "gates/report.hpp"
+#include "core/terminal_defaults.hpp"
 #include "gates/verdict.hpp"
 #include "reference/attention_sol.hpp"
 #include "reference/sage2_presets.hpp"

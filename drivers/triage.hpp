@@ -29,9 +29,7 @@ struct TriageOptions {
 // the page show.
 nlohmann::json run_triage(const std::string& fixture, const TriageOptions& opts);
 
-// The terminal text (fits 100 columns) and a self-contained HTML page.
-std::string render_triage_text(const nlohmann::json& report);
-std::string render_triage_html(const nlohmann::json& report);
+// Its terminal text and HTML page: report/triage_report.hpp.
 
 // The sol or sage2 spec an output was made with, from its `params` attribute
 // (docs/fixture-format.md), or "" when they name neither.

@@ -22,7 +22,8 @@
 #include "drivers/batch_workers.hpp"
 #include "fixtures/fixture.hpp"
 #include "gates/json_input.hpp"
-#include "gates/report.hpp"
+#include "core/write_file.hpp"
+#include "report/batch_report.hpp"
 #include "tools/command.hpp"
 
 namespace cmd_batch {
@@ -38,12 +39,12 @@ struct Reports {
   }
   bool any_stdout() const { return json.to_stdout() || junit.to_stdout() || markdown.to_stdout() || html.to_stdout(); }
   int emit(const ts::BatchReport& r) const {
-    if (json.on()) json.emit(r.json());
-    if (junit.on()) junit.emit(r.junit());
-    if (markdown.on()) markdown.emit(r.markdown());
-    if (html.on()) html.emit(r.html());
+    if (json.on()) json.emit(ts::batch_json(r));
+    if (junit.on()) junit.emit(ts::batch_junit(r));
+    if (markdown.on()) markdown.emit(ts::batch_markdown(r));
+    if (html.on()) html.emit(ts::batch_html(r));
     // h26 (results store): `--record DB` records each of r.runs here, once per report.
-    if (!any_stdout()) std::cout << r.text() << std::flush;
+    if (!any_stdout()) std::cout << ts::batch_text(r) << std::flush;
     return r.exit_code();
   }
 };

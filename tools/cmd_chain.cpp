@@ -9,7 +9,8 @@
 #include "core/error.hpp"
 #include "core/progress.hpp"
 #include "drivers/chain_policy.hpp"
-#include "gates/report.hpp"
+#include "report/chain_report.hpp"
+#include "report/terminal.hpp"
 #include "kernels_under_test/registry.hpp"
 #include "reference/sage2_presets.hpp"
 #include "tools/command.hpp"
@@ -57,8 +58,8 @@ int run(Opts& o, bool search) {
   ts::ChainJudgement r = ts::judge_chains(set, schedules, o.c, o.j);
   r.search = search;
   if (o.json.on()) o.json.emit(r.to_json().dump(2) + "\n");
-  if (o.html.on()) o.html.emit(r.html());
-  if (!o.json.to_stdout() && !o.html.to_stdout()) std::cout << r.text(ts::terminal_width()) << std::flush;
+  if (o.html.on()) o.html.emit(ts::chain_html(r));
+  if (!o.json.to_stdout() && !o.html.to_stdout()) std::cout << ts::chain_text(r, ts::terminal_width()) << std::flush;
   return r.exit_code();
 }
 

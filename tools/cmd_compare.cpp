@@ -10,8 +10,9 @@
 #include "core/error.hpp"
 #include "fixtures/fixture.hpp"
 #include "gates/metrics.hpp"
-#include "gates/report.hpp"
 #include "kernels_under_test/registry.hpp"
+#include "report/gate_report.hpp"
+#include "report/stage_report.hpp"
 #include "tools/command.hpp"
 #include "drivers/stage_comparison.hpp"
 
@@ -88,7 +89,7 @@ int run(const Opts& o) {
     o.markdown.emit(ts::render_markdown(c.run));
     o.html.emit(ts::render_html(c.run));
     if (!o.json.to_stdout() && !o.junit.to_stdout() && !o.markdown.to_stdout() && !o.html.to_stdout())
-      std::cout << c.render_table() << std::flush;
+      std::cout << ts::render_stage_table(c) << std::flush;
     return c.exit_code();
   }
   if (!o.gate.empty()) throw ts::InputError("--gate applies to --stages only");

@@ -16,7 +16,7 @@
 #include "fixtures/fixture.hpp"
 #include "fixtures/synth.hpp"
 #include "gates/gate_file.hpp"
-#include "gates/report.hpp"
+#include "report/gate_report.hpp"
 #include "kernels_under_test/registry.hpp"
 #include "reference/sage2_presets.hpp"
 #include "tools/command.hpp"

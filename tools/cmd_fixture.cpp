@@ -12,7 +12,7 @@
 #include "fixtures/synth.hpp"
 #include "fixtures/block/synth_chain.hpp"
 #include "core/progress.hpp"
-#include "gates/report.hpp"
+#include "report/terminal.hpp"
 #include "tools/command.hpp"
 
 namespace cmd_fixture {

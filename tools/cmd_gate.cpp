@@ -9,7 +9,7 @@
 #include "core/error.hpp"
 #include "gates/gate_file.hpp"
 #include "gates/measurements.hpp"
-#include "gates/report.hpp"
+#include "report/gate_report.hpp"
 #include "gates/verdict.hpp"
 #include "tools/command.hpp"
 #include "tools/record_option.hpp"

@@ -8,9 +8,9 @@
 #include <regex>
 
 #include "core/error.hpp"
-#include "gates/report.hpp"
-#include "history/history_report.hpp"
 #include "history/store.hpp"
+#include "report/history_report.hpp"
+#include "report/terminal.hpp"
 #include "tools/command.hpp"
 
 namespace cmd_history {

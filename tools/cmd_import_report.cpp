@@ -6,7 +6,7 @@
 
 #include "core/error.hpp"
 #include "gates/import_report.hpp"
-#include "gates/report.hpp"
+#include "core/write_file.hpp"
 #include "tools/command.hpp"
 
 namespace cmd_import_report {

@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "drivers/scan.hpp"
+#include "report/scan_report.hpp"
 #include "tools/command.hpp"
 
 namespace cmd_scan {
@@ -26,8 +27,8 @@ int run(Opts& o) {
   ts::ScanResult r = ts::run_scan(o.s);
   if (!o.label.empty()) r.candidate_name = o.label;
   o.json.emit(r.to_json().dump(2) + "\n");
-  if (o.html.on()) o.html.emit(r.html());
-  if (!o.json.to_stdout() && !o.html.to_stdout()) std::cout << r.text() << std::flush;
+  if (o.html.on()) o.html.emit(ts::scan_html(r));
+  if (!o.json.to_stdout() && !o.html.to_stdout()) std::cout << ts::scan_text(r) << std::flush;
   return r.exit_code();
 }
 

@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "drivers/sweep.hpp"
 #include "reference/sage2_presets.hpp"
+#include "report/sweep_report.hpp"
 #include "tools/command.hpp"
 #include "tools/record_option.hpp"
 
@@ -31,9 +32,9 @@ int run(const Opts& o) {
   const ts::SweepResult r = ts::run_sweep(o.fixture, o.s);
   if (r.run) o.record.record(*r.run);
   o.json.emit(r.json.dump(2) + "\n");
-  if (o.markdown.on()) o.markdown.emit(r.markdown());
-  if (o.html.on()) o.html.emit(r.html());
-  if (to_stdout == 0) std::cout << r.text() << std::flush;
+  if (o.markdown.on()) o.markdown.emit(ts::sweep_markdown(r));
+  if (o.html.on()) o.html.emit(ts::sweep_html(r));
+  if (to_stdout == 0) std::cout << ts::sweep_text(r) << std::flush;
   return r.exit_code();
 }
 

@@ -11,7 +11,7 @@
 #include "core/config_json.hpp"
 #include "core/error.hpp"
 #include "drivers/tables.hpp"
-#include "gates/report.hpp"
+#include "report/terminal.hpp"
 #include "tools/command.hpp"
 
 namespace cmd_tables {

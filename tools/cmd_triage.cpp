@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "drivers/triage.hpp"
+#include "report/triage_report.hpp"
 #include "tools/command.hpp"
 
 namespace cmd_triage {

@@ -10,7 +10,7 @@
 #include "core/error.hpp"
 #include "core/printable.hpp"
 #include "core/suggest.hpp"
-#include "gates/report.hpp"
+#include "report/terminal.hpp"
 #include "tools/command.hpp"
 
 namespace ts::cli {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/write_file.hpp"
 #include "kernels_under_test/registry.hpp"
-#include "gates/report.hpp"
 #include "tools/command.hpp"
 
 namespace ts::cli {

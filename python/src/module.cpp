@@ -17,9 +17,9 @@
 #include "gate_binding.hpp"
 #include "gates/gate_file.hpp"
 #include "gates/metrics.hpp"
-#include "gates/report.hpp"
 #include "gates/verdict.hpp"
 #include "reference/attention_sol.hpp"
+#include "report/gate_report.hpp"
 
 namespace py = pybind11;
 

@@ -48,7 +48,7 @@ GATE_TIMING = dict(TABLES["timing"]["gate"])
 REPLAY_TIMING = dict(TABLES["timing"]["replay"])
 BUILTIN_GATES = tuple(TABLES["builtin_gates"])
 METRICS = tuple(TABLES["metrics"])
-# gates/report.hpp: the width of text off a terminal (a pipe, a CI log), and the least one.
+# core/terminal_defaults.hpp: the width of text off a terminal (a pipe, a CI log), and the least one.
 TERMINAL_WIDTH = TABLES["terminal"]["default_width"]
 TERMINAL_MIN_WIDTH = TABLES["terminal"]["min_width"]
 # Every verdict a CandidateVerdict's .verdict can be, in C++'s order (gates/verdict.hpp).

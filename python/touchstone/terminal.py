@@ -1,4 +1,4 @@
-"""Text fitted to the terminal as the C++ CLI fits it (gates/report.hpp terminal_width): COLUMNS
+"""Text fitted to the terminal as the C++ CLI fits it (report/terminal.hpp terminal_width): COLUMNS
 when it holds a positive number, else the width of the terminal on stdout, else the tables'
 default (a pipe, a file, a CI log); never less than the tables' least width."""
 import os

@@ -98,7 +98,7 @@ def _failure_message(run, verdict, gate_name, fixture, copy):
               if o.status in ("fail", "inconclusive") or (o.status == "missing" and not o.optional)]
     failed.sort(key=lambda o: "worst" not in json.loads(o.to_json()))  # stable: gate order within
     rules = [f"{o.id} [{o.status}]: {o.message}" for o in failed]
-    # A NaN is said once, as the terminal report says it (gates/report_terminal.cpp).
+    # A NaN is said once, as the terminal report says it (report/gate_terminal.cpp).
     if any(o.builtin and o.id == "finite_guard" and o.status == "fail" for o in failed):
         nan = [o for o in failed if o.status == "fail" and not o.builtin
                and " non-finite values (NaN never passes)" in o.message]

@@ -12,6 +12,7 @@
 #include "drivers/driver_fixtures.hpp"
 #include "fixtures/block/synth_chain.hpp"
 #include "reference/sage2_presets.hpp"
+#include "report/chain_report.hpp"
 
 namespace {
 
@@ -227,7 +228,7 @@ TEST_CASE("policy search: the cheapest ACCEPTed schedule, the frontier fastest f
   }
   for (size_t i = 0; i < j.chain.chains.size(); ++i)
     if (j.cases.run.candidates[i].verdict == ts::Verdict::accept) CHECK(j.chain.chains[i].work() >= j.chain.chains[*j.chosen].work());
-  const std::string html = j.html();
+  const std::string html = ts::chain_html(j);
   CHECK(html.find("<svg") != std::string::npos);
   CHECK(j.to_json()["chosen"].is_string());
 }

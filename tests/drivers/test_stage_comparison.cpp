@@ -7,6 +7,7 @@
 #include "driver_fixtures.hpp"
 #include "drivers/block_run.hpp"
 #include "drivers/stage_comparison.hpp"
+#include "report/stage_report.hpp"
 
 namespace {
 
@@ -38,7 +39,7 @@ const ts::StageRow& row(const ts::StageComparison& c, const std::string& stage) 
 
 TEST_CASE("stages: bf16 rounding of the same block against float64 names no stage as bad") {
   const ts::StageComparison c = ts::compare_stages(block_fixture(), "block_bf16_exact", "block_fp64_exact", {});
-  INFO(c.render_table());
+  INFO(ts::render_stage_table(c));
   CHECK(c.compared == 14);
   CHECK(c.first_failing.empty());
   CHECK(c.first_inconclusive.empty());
@@ -66,13 +67,13 @@ TEST_CASE("stages: an unsatisfiable max_ratio_to_baseline fails, and unnamed sta
   o.gate = g;
   o.exact = "block_fp64_exact";
   const ts::StageComparison c = ts::compare_stages(block_fixture(), "block_bf16_exact", "observed", o);
-  INFO(c.render_table());
+  INFO(ts::render_stage_table(c));
   CHECK(c.exit_code() == 1);
   CHECK(c.first_failing == "qkv");
   CHECK(row(c, "qkv").status() == "fail");
   CHECK(row(c, "norm1").status() == "–");
   CHECK(c.run.candidates.size() == 1);
-  CHECK(c.render_table().find("norm1") != std::string::npos);
+  CHECK(ts::render_stage_table(c).find("norm1") != std::string::npos);
 
   // Without an exact stage set the rule cannot be judged: INCONCLUSIVE, never a pass.
   const ts::StageComparison m = ts::compare_stages(block_fixture(), "block_bf16_exact", "observed", {g, ""});

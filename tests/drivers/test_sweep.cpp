@@ -10,8 +10,9 @@
 #include "drivers/sweep.hpp"
 #include "fixtures/attention_inputs.hpp"
 #include "gates/metrics.hpp"
-#include "gates/report.hpp"
 #include "kernels_under_test/registry.hpp"
+#include "report/sweep_report.hpp"
+#include "report/terminal.hpp"
 
 namespace {
 
@@ -85,7 +86,7 @@ TEST_CASE("sweep driver: each row judged by the gate engine on the figures the t
   CHECK(u.exit_code() == 0);
   CHECK(u.json.at("rows")[1].at("rel_l2_vs_baseline").get<double>() == Approx(want).epsilon(1e-12));
   CHECK_FALSE(u.json.at("rows")[1].contains("verdict"));
-  CHECK_THROWS_AS(u.markdown(), ts::InputError);
+  CHECK_THROWS_AS(ts::sweep_markdown(u), ts::InputError);
 }
 
 TEST_CASE("sweep driver: stored kernels are rows, judged on their own /timings, never on the sweep's runs") {
@@ -167,7 +168,7 @@ TEST_CASE("sweep driver: the block's per-stage chain, or one line saying why the
   // NVFP4's first linear is where the production-like block leaves the exact one (docs/block.md).
   CHECK(r.block->first_failing == "qkv");
   CHECK(r.exit_code() == 1);
-  const std::string md = r.markdown(), html = r.html(), text = r.text();
+  const std::string md = ts::sweep_markdown(r), html = ts::sweep_html(r), text = ts::sweep_text(r);
   CHECK(md.find("### Block: per-stage chain") != std::string::npos);
   CHECK(md.find("| `qkv` |") != std::string::npos);
   CHECK(md.find("| `sol:tau=3,block_k=8` | 3 |") != std::string::npos);
@@ -183,9 +184,9 @@ TEST_CASE("sweep driver: the block's per-stage chain, or one line saying why the
   const ts::SweepResult s = ts::run_sweep(nb, o);
   CHECK_FALSE(s.block);
   CHECK(s.block_note.find("skipped") != std::string::npos);
-  CHECK(s.markdown().find(s.block_note) != std::string::npos);
+  CHECK(ts::sweep_markdown(s).find(s.block_note) != std::string::npos);
   // The terminal text wraps it to the terminal's width.
-  CHECK(s.text().find(ts::wrap_for_terminal(s.block_note, ts::terminal_width())) != std::string::npos);
+  CHECK(ts::sweep_text(s).find(ts::wrap_for_terminal(s.block_note, ts::terminal_width())) != std::string::npos);
   CHECK(s.json.at("block").at("skipped") == s.block_note);
 }
 

@@ -13,6 +13,7 @@
 #include "fixtures/attention_inputs.hpp"
 #include "gates/gate_file.hpp"
 #include "kernels_under_test/registry.hpp"
+#include "report/triage_report.hpp"
 
 namespace {
 

@@ -3,7 +3,6 @@
 #include "catch.hpp"
 #include "core/error.hpp"
 #include "gates/json_input.hpp"
-#include "gates/report.hpp"
 #include "seed_support.hpp"
 
 using namespace ts;

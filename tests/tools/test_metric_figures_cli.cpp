@@ -2,50 +2,105 @@
 // 07398ad computed, bit for bit (tests/tools/data/ci_seed3_figures.json): the
 // metric passes may get faster, never different. Numbers are printed to
 // round-trip, so equal parsed doubles are equal bits.
+//
+// And every verdict, figure and word of the JSON reports of gate (sage_compat,
+// sparse_acceptance, --accuracy-only), compare --breakdown and sweep --gate on
+// `tiny` (with a block) and `ci` is the one touchstone 9f7039e wrote, before the
+// writers moved to report/ (tests/tools/data/report_json_tiny_ci.json), but for
+// timings and the scratch folder's path. TOUCHSTONE_WRITE_GOLDEN=1 writes that
+// file instead of comparing (only ever on purpose: the diff is the review).
+// `medium` is too slow for CI: benchmarks/report-json-medium compares two builds there.
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "catch.hpp"
 #include "cli_runner.hpp"
+#include "json_difference.hpp"
 
 namespace {
 
-std::string figures_file() { return std::string(TOUCHSTONE_SOURCE_DIR) + "/tests/tools/data/ci_seed3_figures.json"; }
+using ts::test::first_difference;
 
-// The first path where two JSON values differ ("" when equal).
-std::string first_difference(const nlohmann::json& a, const nlohmann::json& b, const std::string& at = "") {
-  if (a.type() != b.type()) return at + " (type)";
-  if (a.is_object()) {
-    for (auto it = a.begin(); it != a.end(); ++it) {
-      if (!b.contains(it.key())) return at + "/" + it.key() + " (missing)";
-      const std::string d = first_difference(it.value(), b[it.key()], at + "/" + it.key());
-      if (!d.empty()) return d;
+std::string figures_file() { return std::string(TOUCHSTONE_SOURCE_DIR) + "/tests/tools/data/ci_seed3_figures.json"; }
+std::string reports_file() { return std::string(TOUCHSTONE_SOURCE_DIR) + "/tests/tools/data/report_json_tiny_ci.json"; }
+
+// A seed-3 fixture of `preset` with the stored outputs the figures are of, made once per process.
+const std::string& seed3_fixture(const std::string& preset, bool with_block) {
+  static std::map<std::string, std::string> made;
+  const std::string key = preset + (with_block ? "_block" : "");
+  if (const auto it = made.find(key); it != made.end()) return it->second;
+  const std::string dir = ts::test::scratch_dir() + "/figures";
+  std::filesystem::create_directories(dir);
+  const std::string f = dir + "/" + key + ".h5";
+  REQUIRE(ts::test::run_cli("fixture synth --force --preset " + preset + " --seed 3 " +
+                            (with_block ? "--with-block " : "") + "-o " + f).code == 0);
+  for (const char* ref : {"--backend exact", "--backend sage2 --preset sm121", "--backend sol --tau 1.3",
+                          "--backend sage2 --preset sm90 round_out=0"})
+    REQUIRE(ts::test::run_cli("reference " + f + " " + ref).code == 0);
+  return made[key] = f;
+}
+
+// A report as the golden file holds it: no timing (keys "ms", "*_ms", "threads", and a gate
+// table's "wall ms" column), the scratch folder's path cut from every string.
+void normalise(nlohmann::json& j, const std::string& dir) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end();) {
+      const std::string& k = it.key();
+      if (k == "ms" || k == "threads" || (k.size() > 3 && k.compare(k.size() - 3, 3, "_ms") == 0)) {
+        it = j.erase(it);
+        continue;
+      }
+      normalise(it.value(), dir);
+      ++it;
     }
-    return a.size() == b.size() ? "" : at + " (extra keys)";
+    // A gate run's table: a column of times shows wall time, which no two runs share.
+    if (j.contains("columns") && j["columns"].is_array() && j.contains("candidates") && j["candidates"].is_array())
+      for (size_t c = 0; c < j["columns"].size(); ++c)
+        if (j["columns"][c].is_string() && j["columns"][c].get<std::string>().find(" ms") != std::string::npos)
+          for (auto& cand : j["candidates"])
+            if (cand.contains("shown") && c < cand["shown"].size()) cand["shown"][c] = "-";
+  } else if (j.is_array()) {
+    for (auto& e : j) normalise(e, dir);
+  } else if (j.is_string()) {
+    std::string s = j.get<std::string>();
+    for (size_t p; (p = s.find(dir + "/")) != std::string::npos;) s.erase(p, dir.size() + 1);
+    j = s;
   }
-  if (a.is_array()) {
-    if (a.size() != b.size()) return at + " (length)";
-    for (size_t i = 0; i < a.size(); ++i) {
-      const std::string d = first_difference(a[i], b[i], at + "/" + std::to_string(i));
-      if (!d.empty()) return d;
-    }
-    return "";
-  }
-  return a == b ? "" : at + ": " + a.dump() + " vs " + b.dump();
+}
+
+// The JSON reports of one fixture, keyed by the command that wrote them.
+nlohmann::json reports_of(const std::string& f) {
+  const std::string dir = std::filesystem::path(f).parent_path().string();
+  nlohmann::json out = nlohmann::json::object();
+  auto add = [&](const std::string& key, const std::string& args) {
+    const auto r = ts::test::run_cli(args + " --json");
+    INFO(args << "\n" << r.err);
+    REQUIRE((r.code == 0 || r.code == 1));
+    nlohmann::json j = nlohmann::json::parse(r.out);
+    normalise(j, dir);
+    out[key] = j;
+  };
+  for (const char* gate : {"sage_compat", "sparse_acceptance"})
+    add(std::string("gate ") + gate, std::string("gate --gate ") + gate + " --fixture " + f +
+                                         " --baseline stored:sage2_sm121 --exact stored:exact"
+                                         " --candidate stored:sol_tau1.3_bf16 --candidate stored:sage2_sm90_round_out-off"
+                                         " --candidate stored:exact --accuracy-only");
+  for (const char* pair : {"sol_tau1.3_bf16 sage2_sm121", "sage2_sm90_round_out-off exact"})
+    add(std::string("compare ") + pair, "compare " + f + " " + pair + " --breakdown");
+  add("sweep sparse_acceptance", "sweep " + f + " --gate sparse_acceptance --accuracy-only");
+  return out;
 }
 
 }  // namespace
 
 TEST_CASE("compare and gate figures on ci are 07398ad's, bit for bit") {
   const nlohmann::json gold = nlohmann::json::parse(ts::test::read_file(figures_file()));
-  const std::string dir = ts::test::scratch_dir() + "/figures";
-  std::filesystem::create_directories(dir);
-  const std::string f = dir + "/ci.h5";
-  REQUIRE(ts::test::run_cli("fixture synth --force --preset ci --seed 3 -o " + f).code == 0);
-  for (const char* ref : {"--backend exact", "--backend sage2 --preset sm121", "--backend sol --tau 1.3",
-                          "--backend sage2 --preset sm90 round_out=0"})
-    REQUIRE(ts::test::run_cli("reference " + f + " " + ref).code == 0);
+  const std::string& f = seed3_fixture("ci", false);
 
   for (const auto& p : gold["pairs"]) {
     const std::string a = p[0], b = p[1];
@@ -75,4 +130,33 @@ TEST_CASE("compare and gate figures on ci are 07398ad's, bit for bit") {
       }
     }
   }
+}
+
+TEST_CASE("JSON reports of gate, compare and sweep on tiny and ci are 9f7039e's") {
+  nlohmann::json got = nlohmann::json::object();
+  got["made_by"] = "touchstone 9f7039e (tests/tools/test_metric_figures_cli.cpp, TOUCHSTONE_WRITE_GOLDEN=1)";
+  got["tiny"] = reports_of(seed3_fixture("tiny", true));  // a block: the sweep's stage chain
+  got["ci"] = reports_of(seed3_fixture("ci", false));
+  const char* write = std::getenv("TOUCHSTONE_WRITE_GOLDEN");
+  if (write && std::string(write) == "1") {
+    std::ofstream(reports_file()) << got.dump(1) << "\n";
+    WARN("wrote " << reports_file());
+    return;
+  }
+  const nlohmann::json gold = nlohmann::json::parse(ts::test::read_file(reports_file()));
+  for (const char* preset : {"tiny", "ci"}) {
+    REQUIRE(gold[preset].size() == got[preset].size());
+    for (auto it = gold[preset].begin(); it != gold[preset].end(); ++it) {
+      INFO(preset << ": " << it.key());
+      CHECK(first_difference(it.value(), got[preset][it.key()]) == "");
+    }
+  }
+  // The comparison sees one figure's last bit.
+  nlohmann::json perturbed = gold["ci"]["gate sparse_acceptance"];
+  double& fig = perturbed["candidates"][0]["details"]["vs_baseline"]["rel_l2"].get_ref<double&>();
+  fig = std::nextafter(fig, 1.0);
+  CHECK(first_difference(gold["ci"]["gate sparse_acceptance"], perturbed) ==
+        "/candidates/0/details/vs_baseline/rel_l2: " + gold["ci"]["gate sparse_acceptance"]["candidates"][0]["details"]
+                                                           ["vs_baseline"]["rel_l2"].dump() + " vs " +
+            nlohmann::json(fig).dump());
 }

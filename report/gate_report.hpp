@@ -2,7 +2,8 @@
 // Renderings of a gate run (gates/README.md "Reports"): a terminal table, JSON
 // (everything), JUnit XML (one test case per candidate x rule), a
 // Markdown summary for CI job pages and a self-contained HTML page with
-// inline SVG plots for triage.
+// inline SVG plots for triage; and compare's page. The writers of every
+// other report (sweep, scan, chain, triage, batch, history) build on these.
 #include <map>
 #include <optional>
 #include <string>
@@ -10,6 +11,8 @@
 
 #include "gates/metrics.hpp"
 #include "gates/verdict.hpp"
+#include "report/page.hpp"
+#include "report/terminal.hpp"
 
 namespace ts {
 
@@ -39,23 +42,9 @@ inline const std::string& shown_value(const CandidateVerdict& c, size_t i) {
 // The terminal report fits `width` columns: one row per candidate while that
 // table fits, else each candidate in a block of its own (a gate of many rules);
 // long lines are wrapped, repro lines with a shell continuation. Without a
-// width: terminal_width().
+// width: terminal_width() (report/terminal.hpp).
 std::string render_terminal(const GateRun& run);
 std::string render_terminal(const GateRun& run, int width);
-// COLUMNS when it holds a positive number, else the width of the terminal on
-// stdout, else kDefaultTerminalWidth (a pipe, a file, a CI log); never less
-// than kMinTerminalWidth.
-// `text` broken at spaces into lines of at most `width` columns, continuation
-// lines indented by `indent` (the terminal report's wrapping, for the other
-// lines a command prints around it).
-// With `shell`, broken lines end in a backslash (a command that still pastes).
-std::string wrap_for_terminal(const std::string& text, int width, int indent = 4, bool shell = false);
-// Each line of `text` wrapped as above, its continuations indented 4 past the line's own
-// leading spaces (listings: fixture inspect, tables).
-std::string wrap_each_line(const std::string& text, int width);
-inline constexpr int kDefaultTerminalWidth = 100;
-inline constexpr int kMinTerminalWidth = 40;
-int terminal_width();
 std::string render_json(const GateRun& run);
 std::string render_junit(const GateRun& run);
 std::string render_markdown(const GateRun& run);
@@ -67,8 +56,8 @@ std::string render_html(const GateRun& run);
 std::string render_html(const std::vector<const GateRun*>& runs, const std::string& title,
                         const std::vector<std::string>& notes);
 
-// What `touchstone compare F A B --html` shows: plain figures, so that gates/
-// stays free of fixtures.
+// What `touchstone compare F A B --html` shows: plain figures, so that the
+// page needs no fixture.
 struct CompareReport {
   std::string fixture;
   std::string a_name, a_dataset, a_dtype;  // the candidate
@@ -86,13 +75,5 @@ struct CompareReport {
 // 128-token query block and by latent frame, each group a point, the floor's
 // figure of each group beside it.
 std::string render_compare_html(const CompareReport& report);
-
-// A page of its own (triage, scan, history) in the reports' style: the same
-// stylesheet (every svg_plot.hpp class), head and footer around `body_html`.
-std::string render_page(const std::string& title, const std::string& body_html);
-
-// Writes to a temporary file beside `path` and renames it over `path`, so a
-// failed write never leaves a truncated report. InputError naming the path.
-void write_file_atomic(const std::string& path, const std::string& content);
 
 }  // namespace ts

@@ -1,4 +1,4 @@
-// The chain's terminal table and HTML page (ChainJudgement::text / html):
+// The chain's terminal table and HTML page (chain_text / chain_html):
 // error after each block of each step, what each block added and carried,
 // the frontier of a policy search, then the gate's own report.
 #include <algorithm>
@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <sstream>
 
-#include "drivers/chain_policy.hpp"
-#include "gates/markup.hpp"
-#include "gates/report.hpp"
-#include "gates/svg_plot.hpp"
+#include "report/chain_report.hpp"
+#include "report/markup.hpp"
+#include "report/gate_report.hpp"
+#include "report/svg_plot.hpp"
 
 namespace ts {
 namespace {
@@ -64,8 +64,8 @@ const ChainCell* worst_own(const ChainResult& ch) {
 
 }  // namespace
 
-std::string ChainJudgement::text(int width) const {
-  const ChainRun& run = chain;
+std::string chain_text(const ChainJudgement& J, int width) {
+  const ChainRun& run = J.chain;
   std::ostringstream o;
   o << "chain set " << run.set.label << ": " << run.set.blocks << " blocks x " << run.set.steps << " steps, "
     << (run.set.dt ? "step rule x0' = x0 + " + rnum(*run.set.dt) + " (out - x0)" : std::string("each step from its stored x"))
@@ -79,20 +79,20 @@ std::string ChainJudgement::text(int width) const {
     << " cells; baseline vs exact at the end: " << rnum(run.baseline.back().vs_exact.rel_l2) << "\n";
   o << "e_in: the block's input against the baseline stack's; own: the block on the baseline's input; carried: what\n"
        "the incoming error becomes (growth = carried / e_in); e_out <= own + carried (rel_l2 against the baseline)\n";
-  if (!search) {
+  if (!J.search) {
     for (size_t i = 0; i < run.chains.size(); ++i) {
       const ChainResult& ch = run.chains[i];
-      o << "\nschedule '" << ch.schedule.text << "': " << verdict_of(*this, i) << "\n" << cell_table(*this, i, width);
+      o << "\nschedule '" << ch.schedule.text << "': " << verdict_of(J, i) << "\n" << cell_table(J, i, width);
       if (!ch.error.empty()) o << "stopped: " << ch.error << "\n";
       if (const ChainCell* w = worst_own(ch); w && w->own > 0)
         o << "largest own error: block " << w->block << " of step " << w->step << " (own " << rnum(w->own) << ", "
           << w->spec << ")\n";
       o << "attention " << rnum(ch.attention_ms()) << " ms against the baseline's " << rnum(run.baseline_attention_ms())
-        << " ms" << (time_is_real[i] ? "" : " (emulation time: not a speed verdict)") << "; dense-equivalent work "
+        << " ms" << (J.time_is_real[i] ? "" : " (emulation time: not a speed verdict)") << "; dense-equivalent work "
         << rnum(ch.work()) << "\n";
     }
   } else {
-    const bool real = std::any_of(time_is_real.begin(), time_is_real.end(), [](bool b) { return b; });
+    const bool real = std::any_of(J.time_is_real.begin(), J.time_is_real.end(), [](bool b) { return b; });
     std::vector<size_t> w = {6, 7, 0, 9, 9, 9, 12};
     w[2] = static_cast<size_t>(std::max<int>(16, width - (6 + 7 + 9 * 3 + 12 + 6)));
     o << "\nschedules, cheapest first (" << (real ? "summed kernel attention time" : "dense-equivalent work; times are emulations', not a speed verdict")
@@ -103,31 +103,31 @@ std::string ChainJudgement::text(int width) const {
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return run.chains[a].work() < run.chains[b].work(); });
     for (size_t i : order) {
       const ChainResult& ch = run.chains[i];
-      const bool front = std::find(frontier.begin(), frontier.end(), i) != frontier.end();
+      const bool front = std::find(J.frontier.begin(), J.frontier.end(), i) != J.frontier.end();
       const bool ok = ch.error.empty() && ch.cells.size() == run.baseline.size();
       o << rrow({front ? "*" : "", rnum(ch.work()), ch.schedule.text, ok ? rnum(ch.last().vs_baseline.rel_l2) : "-",
-                ok ? rnum(ch.last().vs_exact.rel_l2) : "-", rnum(ch.attention_ms()), verdict_of(*this, i)},
+                ok ? rnum(ch.last().vs_exact.rel_l2) : "-", rnum(ch.attention_ms()), verdict_of(J, i)},
                w);
     }
-    if (chosen) {
-      o << "\nchosen: '" << run.chains[*chosen].schedule.text << "' (the cheapest ACCEPTed)\n"
-        << cell_table(*this, *chosen, width);
+    if (J.chosen) {
+      o << "\nchosen: '" << run.chains[*J.chosen].schedule.text << "' (the cheapest ACCEPTed)\n"
+        << cell_table(J, *J.chosen, width);
     } else {
       o << "\nchosen: none (no schedule was ACCEPTed)\n";
     }
   }
-  o << "\n" << render_terminal(cases.run, width);
+  o << "\n" << render_terminal(J.cases.run, width);
   return o.str();
 }
 
-std::string ChainJudgement::html() const {
-  const ChainRun& run = chain;
+std::string chain_html(const ChainJudgement& J) {
+  const ChainRun& run = J.chain;
   std::ostringstream b;
   b << "<p>chain set <code>" << markup_escape(run.set.label) << "</code>: " << run.set.blocks << " blocks x "
     << run.set.steps << " steps; baseline <code>" << markup_escape(run.opts.baseline) << "</code>, exact <code>"
     << markup_escape(run.opts.exact) << "</code>. Error is rel_l2 of each block's output against the baseline stack's.</p>\n";
   std::vector<size_t> shown;
-  if (search) {
+  if (J.search) {
     svg::XYPlot f;
     f.title = "schedules: final error against dense-equivalent work";
     f.x_label = "dense-equivalent work";
@@ -139,23 +139,23 @@ std::string ChainJudgement::html() const {
     for (size_t i = 0; i < run.chains.size(); ++i) {
       const ChainResult& ch = run.chains[i];
       if (ch.cells.size() != run.baseline.size()) continue;
-      const bool acc = cases.run.candidates[i].verdict == Verdict::accept;
+      const bool acc = J.cases.run.candidates[i].verdict == Verdict::accept;
       all.points.push_back({ch.work(), ch.last().vs_baseline.rel_l2, "", acc ? "pass" : "fail"});
     }
-    for (size_t i : frontier)
+    for (size_t i : J.frontier)
       front.points.push_back({run.chains[i].work(), run.chains[i].last().vs_baseline.rel_l2, run.chains[i].schedule.text, ""});
     f.series = {all, front};
-    for (const auto& r : cases.run.gate.rules)
+    for (const auto& r : J.cases.run.gate.rules)
       if (r.metric == "rel_l2" && r.against == "baseline" && r.max) f.y_bounds.push_back({*r.max, r.id});
     b << svg::xy_plot(f);
-    if (chosen) shown.push_back(*chosen);
-    if (!frontier.empty() && (!chosen || frontier.front() != *chosen)) shown.push_back(frontier.front());
+    if (J.chosen) shown.push_back(*J.chosen);
+    if (!J.frontier.empty() && (!J.chosen || J.frontier.front() != *J.chosen)) shown.push_back(J.frontier.front());
   } else {
     for (size_t i = 0; i < run.chains.size(); ++i) shown.push_back(i);
   }
   for (size_t i : shown) {
     const ChainResult& ch = run.chains[i];
-    b << "<h2>" << markup_escape(ch.schedule.text) << " &mdash; " << verdict_of(*this, i) << "</h2>\n";
+    b << "<h2>" << markup_escape(ch.schedule.text) << " &mdash; " << verdict_of(J, i) << "</h2>\n";
     svg::XYPlot p;
     p.title = "error after each block, one line per step";
     p.x_label = "block";
@@ -179,10 +179,10 @@ std::string ChainJudgement::html() const {
       h.cells[static_cast<size_t>(c.step)][static_cast<size_t>(c.block)] =
           c.own > 0 ? std::optional<double>(c.own) : std::nullopt;
     b << svg::heatmap(h);
-    b << "<pre>" << markup_escape(cell_table(*this, i, 110)) << "</pre>\n";
+    b << "<pre>" << markup_escape(cell_table(J, i, 110)) << "</pre>\n";
   }
-  b << "<h2>verdicts</h2>\n<pre>" << markup_escape(render_terminal(cases.run, 110)) << "</pre>\n";
-  return render_page(search ? "touchstone policy" : "touchstone chain", b.str());
+  b << "<h2>verdicts</h2>\n<pre>" << markup_escape(render_terminal(J.cases.run, 110)) << "</pre>\n";
+  return render_page(J.search ? "touchstone policy" : "touchstone chain", b.str());
 }
 
 }  // namespace ts

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <sstream>
 
-#include "drivers/triage.hpp"
-#include "gates/report.hpp"
+#include "report/triage_report.hpp"
+#include "report/terminal.hpp"
 
 namespace ts {
 namespace {

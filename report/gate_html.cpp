@@ -3,9 +3,10 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "gates/markup.hpp"
-#include "gates/report.hpp"
-#include "gates/svg_plot.hpp"
+#include "report/markup.hpp"
+#include "report/gate_report.hpp"
+#include "report/page.hpp"
+#include "report/svg_plot.hpp"
 
 namespace ts {
 namespace {

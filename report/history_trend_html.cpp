@@ -1,5 +1,5 @@
 // The trend page of `touchstone history --html`: one inline SVG per series. Its own axis (not
-// gates/svg_plot.hpp's Axis, which always spans 0 or whole 1-2-5 steps on a log scale): a trend
+// report/svg_plot.hpp's Axis, which always spans 0 or whole 1-2-5 steps on a log scale): a trend
 // is read for changes of a few percent, so the value axis is zoomed to the figures.
 #include <algorithm>
 #include <cmath>
@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "gates/gate_file.hpp"
-#include "gates/markup.hpp"
-#include "history/history_report.hpp"
+#include "report/markup.hpp"
+#include "report/history_report.hpp"
 
 namespace ts::history {
 namespace {

@@ -1,11 +1,11 @@
-#include "history/history_report.hpp"
+#include "report/history_report.hpp"
 
 #include <cmath>
 #include <cstdio>
 #include <sstream>
 
 #include "gates/gate_file.hpp"
-#include "gates/report.hpp"
+#include "report/gate_report.hpp"
 
 namespace ts::history {
 namespace {
@@ -94,14 +94,6 @@ std::string change_line(const Names& n, const Series& s, const Change& c) {
 }
 
 }  // namespace
-
-std::vector<const Series*> regressions(const HistoryView& v) {
-  std::vector<const Series*> r;
-  if (!v.min_change) return r;
-  for (const Series& s : v.series)
-    if (latest_change_regresses(s, *v.min_change)) r.push_back(&s);
-  return r;
-}
 
 nlohmann::json history_json(const HistoryView& v) {
   nlohmann::json j;

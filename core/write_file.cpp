@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "core/error.hpp"
-#include "gates/report.hpp"
+#include "core/write_file.hpp"
 
 namespace ts {
 

@@ -2,7 +2,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "gates/report.hpp"
+#include "report/gate_report.hpp"
 
 namespace ts {
 namespace {

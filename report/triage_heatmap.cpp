@@ -1,11 +1,11 @@
-#include "gates/triage_heatmap.hpp"
+#include "report/triage_heatmap.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
 
-#include "gates/markup.hpp"
+#include "report/markup.hpp"
 
 namespace ts {
 namespace {

@@ -10,8 +10,9 @@
 
 #include "catch.hpp"
 #include "core/error.hpp"
-#include "gates/report.hpp"
-#include "seed_support.hpp"
+#include "core/write_file.hpp"
+#include "report/gate_report.hpp"
+#include "gates/seed_support.hpp"
 #include "text_lines.hpp"
 
 using namespace ts;

@@ -1,8 +1,8 @@
 #include <algorithm>
 #include <sstream>
 
-#include "gates/markup.hpp"
-#include "gates/report.hpp"
+#include "report/markup.hpp"
+#include "report/gate_report.hpp"
 
 namespace ts {
 namespace {

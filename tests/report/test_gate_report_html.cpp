@@ -7,10 +7,10 @@
 #include <string>
 
 #include "catch.hpp"
-#include "gates/markup.hpp"
-#include "gates/report.hpp"
-#include "gates/svg_plot.hpp"
-#include "seed_support.hpp"
+#include "report/markup.hpp"
+#include "report/gate_report.hpp"
+#include "report/svg_plot.hpp"
+#include "gates/seed_support.hpp"
 
 using namespace ts;
 

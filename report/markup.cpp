@@ -1,4 +1,4 @@
-#include "gates/markup.hpp"
+#include "report/markup.hpp"
 
 namespace ts {
 

@@ -1,4 +1,4 @@
-#include "gates/svg_plot.hpp"
+#include "report/svg_plot.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "gates/gate_file.hpp"
-#include "gates/markup.hpp"
+#include "report/markup.hpp"
 
 namespace ts {
 

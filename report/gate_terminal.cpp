@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "gates/report.hpp"
+#include "report/gate_report.hpp"
 
 namespace ts {
 namespace {
@@ -290,7 +290,5 @@ std::string render_terminal(const GateRun& run, int width_in) {
           width, 4);
   return out.str();
 }
-
-std::string render_json(const GateRun& run) { return run.to_json().dump(2) + "\n"; }
 
 }  // namespace ts

@@ -1,13 +1,13 @@
 // The triage page: self-contained HTML (inline CSS and SVG, no scripts),
-// heatmaps of every map (gates/triage_heatmap.hpp), the same figures as the text.
+// heatmaps of every map (report/triage_heatmap.hpp), the same figures as the text.
 #include <map>
 #include <sstream>
 #include <utility>
 #include <vector>
 
-#include "drivers/triage.hpp"
-#include "gates/markup.hpp"
-#include "gates/triage_heatmap.hpp"
+#include "report/triage_report.hpp"
+#include "report/markup.hpp"
+#include "report/triage_heatmap.hpp"
 
 namespace ts {
 
