@@ -4,8 +4,10 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "core/error.hpp"
+#include "core/phase.hpp"
 #include "fixtures/attention_inputs.hpp"
 #include "fixtures/fixture.hpp"
 #include "kernels_under_test/registry.hpp"
@@ -64,18 +66,35 @@ int run(const Opts& o) {
   ts::require_device_for(spec);
   ts::LoadOptions lo;
   lo.allow_nonfinite = o.allow_nonfinite;
-  const ts::Fixture fx = ts::load_fixture(o.fixture, lo);
+  const ts::Fixture fx = [&] {
+    ts::Phase ph("load fixture");
+    return ts::load_fixture(o.fixture, lo);
+  }();
+  std::optional<ts::Phase> setup(std::in_place, "backend and problem");
   auto backend = ts::make_attention_backend(spec, {o.fixture});
   const ts::AttentionProblem problem = ts::attention_problem(fx);
+  setup.reset();
   const auto t0 = std::chrono::steady_clock::now();
-  ts::AttentionResult r = backend->run(problem);
+  ts::AttentionResult r = [&] {
+    ts::Phase ph("run " + backend->name());
+    return backend->run(problem);
+  }();
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const std::string group = "/outputs/" + backend->name();
   nlohmann::json more = nlohmann::json::object();
   if (!r.stats.empty()) more["stats"] = r.stats.dump();
+  // The values move into the writes, not copied (at block24 an output is 2.2 GB of doubles);
+  // shapes and types stay for the summary.
+  auto take = [](ts::Tensor& t) {
+    ts::Tensor m;
+    m.shape = t.shape;
+    m.dtype = t.dtype;
+    m.data = std::move(t.data);
+    return m;
+  };
   std::vector<ts::DatasetWrite> writes;
-  writes.push_back({group + "/attention", r.out, ts::output_attrs(backend->name(), backend->params(), ms, more)});
+  writes.push_back({group + "/attention", take(r.out), ts::output_attrs(backend->name(), backend->params(), ms, more)});
   for (auto& [key, t] : r.intermediates) {
     nlohmann::json attrs = ts::output_attrs(backend->name(), backend->params(), std::nullopt);
     // docs/fixture-format.md: quantised data names its scale dataset (q_int8 -> q_scale).
@@ -85,14 +104,17 @@ int run(const Opts& o) {
       if (r.intermediates.count(scale)) attrs["scale"] = group + "/intermediates/" + scale;
       attrs["codes"] = int8 ? "int8" : "float8_e4m3fn";
     }
-    writes.push_back({group + "/intermediates/" + key, t, attrs});
+    writes.push_back({group + "/intermediates/" + key, take(t), attrs});
   }
   for (auto& [key, d] : r.datasets) {
     nlohmann::json attrs = ts::output_attrs(backend->name(), backend->params(), std::nullopt);
     for (auto it = d.attrs.begin(); it != d.attrs.end(); ++it) attrs[it.key()] = it.value();
-    writes.push_back({group + "/" + key, d.tensor, attrs});
+    writes.push_back({group + "/" + key, take(d.tensor), attrs});
   }
-  ts::append_datasets(o.fixture, writes);
+  {
+    ts::Phase ph("write outputs");
+    ts::append_datasets(o.fixture, writes);
+  }
   if (o.json.on()) {
     nlohmann::json j = {{"fixture", o.fixture},      {"backend", backend->name()},
                         {"spec", spec},              {"params", backend->params()},

@@ -2,12 +2,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <iostream>
 #include <memory>
 #include <sstream>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/phase.hpp"
 #include "core/printable.hpp"
 #include "core/suggest.hpp"
 #include "report/terminal.hpp"
@@ -160,7 +162,9 @@ int main(int argc, char** argv) {
   }
   try {
     ts::cli::check_outputs(*cur);
+    std::optional<ts::Phase> whole(std::in_place, "command " + cur->get_name());
     const int rc = it->second();
+    whole.reset();
     // Results that never reached stdout (a full disk, a closed pipe) are no
     // results: say so rather than exit as if they had been printed.
     std::cout.flush();
