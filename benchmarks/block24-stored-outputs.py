@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""Stored outputs for `touchstone bench io` at block24 on a machine without a GPU: an "exact"
-output (float64), a baseline "base" and N candidates c00.. (the fixture's storage type), each the
-fixture's q plus its own noise, base and the candidates timed in one interleaved timing run (host
+"""Stored outputs for `touchstone bench io` at block24 on a machine without a GPU: a float64
+stand-in "ref" for the exact reference, a baseline "base" and N candidates c00.. (the fixture's
+storage type), each the fixture's q plus its own noise, base and the candidates timed in one interleaved timing run (host
 clock). Their figures mean nothing; their bytes are a real gate's (what bench io measures).
+"ref" is not named exact: that name is reserved for the exact reference itself, which gates take
+without being asked (docs/fixture-format.md).
 
 usage: benchmarks/block24-stored-outputs.py FIXTURE [--candidates N] [--seed S]
 example: touchstone fixture synth --preset block24 --seed 1 -o b24.h5 &&
-         PYTHONPATH=python benchmarks/block24-stored-outputs.py b24.h5 --candidates 19
+         PYTHONPATH=python benchmarks/block24-stored-outputs.py b24.h5 --candidates 19 &&
+         touchstone bench io b24.h5 --baseline base --exact ref --json io.json
 """
 import argparse
 import sys
@@ -34,7 +37,7 @@ def main():
     ref = (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64) \
         if kind == "bfloat16" else raw.astype(np.float64)
     rng = np.random.default_rng(a.seed)
-    fixture_io.add_output(a.fixture, "exact", ref)
+    fixture_io.add_output(a.fixture, "ref", ref)
     # One output a write (each is 2 to 4 GB as float64 in memory); their samples share one
     # timing run, paired by index as an interleaved run's are.
     for i, name in enumerate(["base"] + [f"c{i:02d}" for i in range(a.candidates)]):

@@ -50,6 +50,22 @@ void require_device_for(const std::string& spec) {
     throw InputError("backend '" + spec + "' runs on a CUDA device, and there is none here (" + why + ")");
 }
 
+void check_stored_exact(const std::string& fixture, const std::string& name) {
+  const std::string object = "/outputs/" + name + "/attention";
+  const nlohmann::json attrs = read_attrs(fixture, object);
+  nlohmann::json params;
+  if (attrs.contains("params") && attrs["params"].is_string())
+    params = nlohmann::json::parse(attrs["params"].get<std::string>(), nullptr, false);
+  const bool exact = params.is_object() && params.value("backend", std::string()) == name &&
+                     params.value("precision", std::string()) == "fp64";
+  if (!exact)
+    throw InputError(fixture + ": " + object + " is taken as the exact reference, but its params (" +
+                     (attrs.contains("params") ? attrs["params"].dump() : std::string("none")) +
+                     ") are not the float64 " + name + " reference's: it holds another output under the "
+                     "reference's name; remove it (touchstone fixture rm-output " + fixture + " " + name +
+                     ") and store it under its own name");
+}
+
 ExactChoice choose_exact(const std::string& requested, const std::string& fixture, const BlockConfig& c) {
   const bool plain = requested == "auto" || requested == "exact" || requested == "exact_cuda";
   if (plain) {
@@ -57,8 +73,10 @@ ExactChoice choose_exact(const std::string& requested, const std::string& fixtur
     std::vector<std::string> names = {"exact", "exact_cuda"};
     if (requested == "exact_cuda") std::swap(names[0], names[1]);
     for (const auto& n : names)
-      if (has_dataset(fixture, "/outputs/" + n + "/attention"))
+      if (has_dataset(fixture, "/outputs/" + n + "/attention")) {
+        check_stored_exact(fixture, n);
         return {"stored:" + n, "the stored /outputs/" + n + "/attention"};
+      }
   }
   if (requested != "auto") {
     require_device_for(requested);

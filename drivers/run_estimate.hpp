@@ -27,6 +27,11 @@ struct ExactChoice {
 };
 ExactChoice choose_exact(const std::string& requested, const std::string& fixture, const BlockConfig& c);
 
+// InputError unless /outputs/<name> ("exact" or "exact_cuda") was written by that float64
+// reference: another output stored under the reference's name would judge every candidate
+// against itself.
+void check_stored_exact(const std::string& fixture, const std::string& name);
+
 // Dense attention FLOPs (4 S^2 H D) and the estimated seconds of one CPU run
 // of a dense backend (exact, sage2) at a rate above the measured one
 // (README "Speed"), so the estimate is a lower bound.

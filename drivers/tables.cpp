@@ -50,7 +50,10 @@ nlohmann::json fixture_format_json() {
   const nlohmann::json timed = output_attrs("b", nlohmann::json::object(), 1.0);
   for (const auto& [k, v] : timed.items())
     if (!bare.contains(k)) optional.push_back(k);
+  nlohmann::json reserved = nlohmann::json::array();
+  for (const auto& r : kReservedOutputNames) reserved.push_back({{"name", r.name}, {"meaning", r.meaning}});
   return {
+      {"reserved_output_names", reserved},
       {"digest", {{"scheme", digest::kScheme}, {"leaf_bytes", digest::kLeafBytes}, {"attribute", digest::kAttr}}},
       // An output's own file, and the attribute naming the inputs it was computed from.
       {"output_schema", kOutputSchema},

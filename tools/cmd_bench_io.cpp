@@ -163,20 +163,35 @@ double timed_run(const std::vector<std::string>& args, int* code) {
   return seconds_since(t0);
 }
 
-int run(const Opts& o) {
+// A stored output's name as given: NAME or stored:NAME, the spelling every other command takes.
+std::string bare(const std::string& n) { return n.rfind("stored:", 0) == 0 ? n.substr(7) : n; }
+
+int run(Opts o) {
   const ts::BlockConfig config = ts::read_fixture_config(o.fixture);
-  std::vector<std::string> outputs = ts::list_group(o.fixture, "/outputs");
-  auto has = [&](const std::string& n) { return std::find(outputs.begin(), outputs.end(), n) != outputs.end(); };
   if (o.baseline.empty()) throw ts::InputError("--baseline: name the stored output the gates judge against");
-  for (const auto& n : {o.baseline, o.exact})
-    if (!has(n)) throw ts::InputError(ts::printable(o.fixture) + ": no stored output '" + ts::printable(n) + "'");
+  o.baseline = bare(o.baseline);
+  o.exact = bare(o.exact);
+  for (auto& c : o.candidates) c = bare(c);
+  // What the steps read is an output's attention; a stage set alone (a block run's) has none.
+  auto attention = [&](const std::string& n) { return ts::has_dataset(o.fixture, "/outputs/" + n + "/attention"); };
+  const std::vector<std::string> outputs = ts::list_group(o.fixture, "/outputs");
+  auto require = [&](const std::string& flag, const std::string& n) {
+    if (std::find(outputs.begin(), outputs.end(), n) == outputs.end())
+      throw ts::InputError(flag + " " + ts::printable(n) + ": " + ts::printable(o.fixture) + " has no stored output '" +
+                           ts::printable(n) + "'");
+    if (!attention(n))
+      throw ts::InputError(flag + " " + ts::printable(n) + ": " + ts::printable(o.fixture) + ": /outputs/" +
+                           ts::printable(n) + " has no attention output (a block's stage set only)");
+  };
+  require("--baseline", o.baseline);
+  require("--exact", o.exact);
   std::vector<std::string> cands = o.candidates;
+  for (const auto& n : cands) require("--candidate", n);
   if (cands.empty())
     for (const auto& n : outputs)
-      if (n != o.baseline && n != o.exact) cands.push_back(n);
-  if (cands.empty()) throw ts::InputError(ts::printable(o.fixture) + ": no stored candidate besides the baseline and exact");
-  for (const auto& n : cands)
-    if (!has(n)) throw ts::InputError(ts::printable(o.fixture) + ": no stored output '" + ts::printable(n) + "'");
+      if (n != o.baseline && n != o.exact && attention(n)) cands.push_back(n);
+  if (cands.empty())
+    throw ts::InputError(ts::printable(o.fixture) + ": no stored attention output besides the baseline and exact to judge");
   auto side = [&](const std::string& n) { return ts::output_file(o.fixture, n); };
   const double numel = static_cast<double>(config.tokens()) * config.heads * config.head_dim;
 
@@ -212,11 +227,14 @@ int run(const Opts& o) {
        {"gate", "-f", o.fixture, "--gate", o.gate, "--baseline", "stored:" + o.baseline, "--exact", "stored:" + o.exact,
         "-c", "stored:" + cands[0]},
        {o.fixture, side(o.baseline), side(o.exact), side(cands[0])},
-       3},
-      {"gate, " + std::to_string(cands.size()) + " stored candidates", all_cands, gate_files,
-       2.0 * static_cast<double>(cands.size()) + 1}};
+       3}};
+  if (cands.size() > 1)
+    steps.push_back({"gate, " + std::to_string(cands.size()) + " stored candidates", all_cands, gate_files,
+                     2.0 * static_cast<double>(cands.size()) + 1});
   nlohmann::json rows = nlohmann::json::array();
-  std::printf("%-28s %9s %9s %7s %10s\n", "step", "wall s", "floor s", "ratio", "bytes GB");
+  // With the JSON on stdout, stdout holds the JSON alone (a pipe to jq must parse it).
+  FILE* table = o.json.to_stdout() ? stderr : stdout;
+  std::fprintf(table, "%-28s %9s %9s %7s %10s\n", "step", "wall s", "floor s", "ratio", "bytes GB");
   for (const auto& s : steps) {
     uint64_t bytes = 0;
     for (const auto& f : s.files) bytes += file_bytes(f);
@@ -227,17 +245,18 @@ int run(const Opts& o) {
     const double wall = timed_run(s.args, &code);
     if (code != 0 && code != 1)
       throw ts::InputError("bench io: '" + s.name + "' exited " + std::to_string(code) + " (run it alone to see why)");
-    std::printf("%-28s %9.2f %9.2f %7.2f %10.2f\n", s.name.c_str(), wall, floor_s, wall / floor_s,
+    std::fprintf(table, "%-28s %9.2f %9.2f %7.2f %10.2f\n", s.name.c_str(), wall, floor_s, wall / floor_s,
                 static_cast<double>(bytes) / 1e9);
     progress.advance();
     rows.push_back({{"step", s.name}, {"wall_s", wall}, {"floor_s", floor_s}, {"ratio", wall / floor_s},
                     {"bytes", bytes}, {"read_floor_s", read_s}, {"work_floor_s", work_s},
                     {"metric_passes", s.passes}, {"exit_code", code}});
   }
-  std::printf("rates: page cache (mapped, %u threads) %.2f GB/s, digest %.2f GB/s, metric pass %.3g pairs/s%s\n",
-              std::max(1u, std::thread::hardware_concurrency()), bw, sha, pairs_s,
-              o.cold ? (", disk " + std::to_string(cold).substr(0, 5) + " GB/s").c_str() : "");
-  std::printf("floor = max(bytes at the page-cache rate, digests at the digest rate + metric passes at the pass rate)\n");
+  std::fprintf(table, "rates: page cache %.2f GB/s (mapped, %u threads), digest %.2f GB/s%s\n", bw,
+               std::max(1u, std::thread::hardware_concurrency()), sha,
+               o.cold ? (", disk " + std::to_string(cold).substr(0, 5) + " GB/s").c_str() : "");
+  std::fprintf(table, "       metric pass %.3g pairs/s\n", pairs_s);
+  std::fprintf(table, "floor: max(bytes at the page-cache rate, digests + metric passes at their rates)\n");
   nlohmann::json j = {{"fixture", o.fixture},
                       {"tokens", config.tokens()},
                       {"heads", config.heads},

@@ -26,7 +26,37 @@ struct Opts {
   bool have_tau = false, dump = false, block = false, allow_nonfinite = false, store_routing = false;
   ts::cli::ReportTarget json;
   std::vector<std::string> knobs;
+  // The flags given, by the mode they belong to: an attention run's flags mean nothing to
+  // --block and the block's to an attention run; either given to the other mode is refused.
+  std::vector<const CLI::Option*> attention_flags, block_flags;
+  const CLI::Option* recipe_flag = nullptr;
 };
+
+void check_modes(const Opts& o) {
+  auto given = [](const std::vector<const CLI::Option*>& v) -> const CLI::Option* {
+    for (const auto* f : v)
+      if (f->count() > 0) return f;
+    return nullptr;
+  };
+  auto flag = [](const CLI::Option* f) { return f->get_name().empty() ? std::string("knobs") : f->get_name(); };
+  if (o.block) {
+    if (const auto* f = given(o.attention_flags))
+      throw ts::InputError(flag(f) + ": with --block, the block's attention is --attention SPEC (e.g. --attention " +
+                           (o.backend == "exact" ? std::string("sage2") : o.backend) + "); " + flag(f) +
+                           " is for a run of the attention alone");
+    if (o.recipe_flag->count() > 0 && o.linear != "nvfp4")
+      throw ts::InputError("--recipe " + o.recipe + ": the NVFP4 recipe applies to --linear nvfp4 only (got --linear " +
+                           o.linear + ")");
+  } else if (const auto* f = given(o.block_flags)) {
+    throw ts::InputError(flag(f) + " applies to --block (the whole block) only");
+  }
+  // A stored output is already stored: "computing" it would rewrite the output from itself,
+  // its backend and params replaced by the stored reader's, its provenance lost.
+  const auto spec = ts::BackendSpec::try_parse(o.backend);
+  if (spec && spec->is_stored())
+    throw ts::InputError("--backend " + o.backend + ": a stored output is read where it is (compare F " +
+                         spec->argument() + " exact, gate -c " + o.backend + "), not computed again");
+}
 
 // --backend sol --tau 1.3 --precision int8_qk k=v ... -> "sol:tau=1.3,precision=int8_qk,k=v"
 std::string build_spec(const Opts& o) {
@@ -53,6 +83,7 @@ std::string build_spec(const Opts& o) {
 }
 
 int run(const Opts& o) {
+  check_modes(o);
   if (o.block) {
     const ts::BlockRunReport rep = ts::run_block_reference(o.fixture, o.linear, o.recipe, o.attention,
                                                                 o.block_backend);
@@ -146,31 +177,34 @@ ts::cli::Registration reg{
     [](CLI::App& app) -> ts::cli::Action {
       auto o = std::make_shared<Opts>();
       app.add_option("fixture", o->fixture, "fixture file (touchstone.fixture/1)")->required();
-      app.add_option("knobs", o->knobs, "extra backend parameters as key=value");
-      app.add_option("--backend,-b", o->backend,
-                     "exact | sage2 | sol | stored:NAME, optionally with :key=value,...")
-          ->capture_default_str();
-      app.add_option("--preset", o->preset, "sage2 preset: " + ts::sage2_preset_names(" | "));
-      app.add_option("--precision", o->precision,
-                     "exact: fp64 | fp32; sol: bf16 | int8_qk | int8_qk_pv");
-      app.add_option("--tau", o->tau, "sol routing threshold")
-          ->check(ts::cli::finite_number())
-          ->each([o](const std::string&) { o->have_tau = true; });
-      app.add_flag("--dump", o->dump, "store the backend's intermediates for triage");
-      app.add_flag("--store-routing", o->store_routing,
-                   "sol, sol_cuda: store the routing decisions as /outputs/<name>/routing (uint8 [H, query "
-                   "blocks, video blocks]; what python3 -m touchstone replay's flex_sol and sparge_sol "
-                   "execute)");
+      auto& af = o->attention_flags;
+      auto& bf = o->block_flags;
+      af.push_back(app.add_option("knobs", o->knobs, "extra backend parameters as key=value"));
+      af.push_back(app.add_option("--backend,-b", o->backend,
+                                  "exact | sage2 | sol | any computed backend, optionally with :key=value,...")
+                       ->capture_default_str());
+      af.push_back(app.add_option("--preset", o->preset, "sage2 preset: " + ts::sage2_preset_names(" | ")));
+      af.push_back(app.add_option("--precision", o->precision, "exact: fp64 | fp32; sol: bf16 | int8_qk | int8_qk_pv"));
+      af.push_back(app.add_option("--tau", o->tau, "sol routing threshold")
+                       ->check(ts::cli::finite_number())
+                       ->each([o](const std::string&) { o->have_tau = true; }));
+      af.push_back(app.add_flag("--dump", o->dump, "store the backend's intermediates for triage"));
+      af.push_back(app.add_flag("--store-routing", o->store_routing,
+                                "sol, sol_cuda: store the routing decisions as /outputs/<name>/routing (uint8 [H, "
+                                "query blocks, video blocks]; what python3 -m touchstone replay's flex_sol and "
+                                "sparge_sol execute)"));
       app.add_flag("--block", o->block, "run the whole block stage by stage");
-      app.add_option("--linear", o->linear, "block linear mode: fp64 | bf16 | nvfp4")
-          ->capture_default_str();
-      app.add_option("--recipe", o->recipe, "NVFP4 recipe: te | modelopt")->capture_default_str();
-      app.add_option("--attention", o->attention, "block attention backend spec")
-          ->capture_default_str();
-      app.add_option("--block-backend", o->block_backend,
-                     "where the block runs: block (host) | block_cuda (device, the host's bits for nvfp4 and "
-                     "bf16)")
-          ->capture_default_str();
+      bf.push_back(app.add_option("--linear", o->linear, "block linear mode: fp64 | bf16 | nvfp4")
+                       ->capture_default_str());
+      o->recipe_flag = app.add_option("--recipe", o->recipe, "NVFP4 recipe (--linear nvfp4): te | modelopt")
+                           ->capture_default_str();
+      bf.push_back(o->recipe_flag);
+      bf.push_back(app.add_option("--attention", o->attention, "block attention backend spec")
+                       ->capture_default_str());
+      bf.push_back(app.add_option("--block-backend", o->block_backend,
+                                  "where the block runs: block (host) | block_cuda (device, the host's bits for "
+                                  "nvfp4 and bf16)")
+                       ->capture_default_str());
       app.add_flag("--allow-nonfinite", o->allow_nonfinite, "accept NaN/Inf in input tensors");
       ts::cli::add_json_option(app, o->json, "the result");
       ts::cli::set_example(app, std::string("touchstone reference f.h5 --backend sage2 --preset ") +

@@ -41,10 +41,28 @@ std::string file_of(const std::string& v) {
   return spec && spec->is_plugin() ? spec->argument() : v;
 }
 
-bool is_hdf5(const std::string& path) {
+bool starts_with_bytes(const std::string& path, const std::string& sig) {
   std::ifstream in(path, std::ios::binary);
-  char sig[8] = {};
-  return in.read(sig, 8) && std::string(sig, 8) == std::string("\x89HDF\r\n\x1a\n", 8);
+  std::string head(sig.size(), '\0');
+  return in.read(head.data(), static_cast<std::streamsize>(head.size())) && head == sig;
+}
+
+// What a report must never replace: a fixture, or a results store (history's SQLite file) and
+// the journal files beside it that SQLite needs to recover it. "" when none of these.
+std::string data_file_kind(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return "";
+  if (starts_with_bytes(path, std::string("\x89HDF\r\n\x1a\n", 8))) return "an HDF5 file (a fixture?)";
+  const std::string sqlite("SQLite format 3\0", 16);
+  if (starts_with_bytes(path, sqlite)) return "a SQLite database (a results store?)";
+  for (const char* suffix : {"-wal", "-shm", "-journal"}) {
+    const std::string s(suffix);
+    if (path.size() > s.size() && path.compare(path.size() - s.size(), s.size(), s) == 0 &&
+        starts_with_bytes(path.substr(0, path.size() - s.size()), sqlite))
+      return "a SQLite journal of " + path.substr(0, path.size() - s.size()) + " (a results store?)";
+  }
+  return "";
 }
 
 std::string flag_of(const CLI::Option* o) {
@@ -110,8 +128,9 @@ void check_outputs(const CLI::App& command) {
         throw InputError(flag_of(o) + " " + path + " is also an input (" + flag_of(in) + " " + v +
                          "): refusing to overwrite it; write the output elsewhere");
     }
-    if (outputs()[o] && fs::is_regular_file(path, ec) && is_hdf5(path))
-      throw InputError(flag_of(o) + " " + path + " is an HDF5 file (a fixture?), not a report: "
+    if (!outputs()[o]) continue;
+    if (const std::string kind = data_file_kind(path); !kind.empty())
+      throw InputError(flag_of(o) + " " + path + " is " + kind + ", not a report: "
                        "refusing to overwrite it; write the report elsewhere");
   }
 }

@@ -31,6 +31,8 @@ DIGEST_SCHEME = tables.DIGEST_SCHEME
 _LEAF = tables.DIGEST_LEAF_BYTES
 OUTPUT_SCHEMA = tables.OUTPUT_SCHEMA
 INPUTS_ATTR = tables.INPUTS_IDENTITY_ATTRIBUTE
+# Names C++ reads with a meaning of their own (fixtures/fixture.hpp kReservedOutputNames).
+_RESERVED = {r["name"]: r["meaning"] for r in tables.FIXTURE_FORMAT["reserved_output_names"]}
 
 
 def tree_digest(a):
@@ -368,10 +370,20 @@ def _fixture_geometry(f, path):
     return tuple(q.shape), storage.storage_dtype(q)
 
 
-def _check_name(name):
+def _check_name(name, params=None):
     ok = name and all(ch.isalnum() or ch in "_-.+" for ch in name) and name not in (".", "..")
     if not ok:
         raise CaptureError(f"output name {name!r}: use letters, digits and _ - . + only")
+    if name in _RESERVED:
+        # The exact reference's own output may be stored (a float64 torch run at a size the CPU
+        # reference would take hours over) when its params say so: the rule gates read it by.
+        if isinstance(params, str):
+            params = json.loads(params) if params.strip() else {}
+        is_reference = (name != "observed" and isinstance(params, dict)
+                        and params.get("backend") == name and params.get("precision") == "fp64")
+        if not is_reference:
+            raise CaptureError(f"output name {name!r} is reserved: it is {_RESERVED[name]}; "
+                               "store the kernel's output under its own name")
 
 
 def _timings(timings_ms, clock):
@@ -419,7 +431,7 @@ def add_outputs(fixture, entries, *, compress=False):
     prepared, names = [], set()
     for e in entries:
         name = e["name"]
-        _check_name(name)
+        _check_name(name, e.get("params"))
         if name in names:
             raise CaptureError(f"output name {name!r} given twice in one write")
         names.add(name)

@@ -177,6 +177,29 @@ def test_add_output_refuses_a_wrong_shape_and_a_bad_name(tmp_path):
     assert open(path, "rb").read() == before and sorted(os.listdir(tmp_path)) == ["f.h5"]
 
 
+def test_a_kernel_output_under_the_exact_references_name_is_refused(ts, tmp_path):
+    """A gate takes /outputs/exact as the exact reference without being asked: a kernel stored
+    under that name would be judged against itself. add_output (and so replay --name) refuses
+    the reserved names; a file that holds one anyway is refused where a gate would read it."""
+    path, _ = _small(tmp_path)
+    for name in ("exact", "exact_cuda", "observed"):
+        with pytest.raises(tsp.CaptureError, match=f"output name '{name}' is reserved"):
+            tsp.add_output(path, name, torch.zeros(72, 2, 32))
+    assert not os.path.exists(path + ".outputs")
+    # The float64 reference itself (what a torch run at block24 stores) is what the name means.
+    tsp.add_output(path, "exact", torch.zeros(72, 2, 32, dtype=torch.float64),
+                   params={"backend": "exact", "precision": "fp64"})
+    # An impostor: a zero output renamed into exact's place by hand.
+    tsp.add_output(path, "zeros", torch.zeros(72, 2, 32))
+    os.replace(path + ".outputs/zeros.h5", path + ".outputs/exact.h5")
+    with h5py.File(path + ".outputs/exact.h5", "r+") as f:
+        f.move("outputs/zeros", "outputs/exact")
+        f.attrs["output"] = "exact"
+    r = ts("gate", "--gate", "sage_compat", "-f", path, "--baseline", "sage2", "-c", "sol:tau=1.3", expect=2)
+    assert "/outputs/exact/attention is taken as the exact reference" in r.stderr
+    assert "touchstone fixture rm-output" in r.stderr
+
+
 def test_add_output_waits_for_the_writers_lock(tmp_path):
     """Two writers of one fixture: the second waits for the first (the lock file F.lock that
     touchstone's C++ writers take too), so neither loses the other's output."""

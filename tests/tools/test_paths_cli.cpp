@@ -99,3 +99,25 @@ TEST_CASE("paths: --record creates no results store for a run refused as bad inp
   bad_input(cli("gate --gate sage_compat --fixture " + f + " --candidate exactt --record " + db), "unknown backend");
   CHECK_FALSE(fs::exists(db));
 }
+
+TEST_CASE("paths: a report never replaces a results store or the journal SQLite recovers it from") {
+  const std::string f = tiny("record_kept");
+  const std::string db = dir() + "/kept.db";
+  fs::remove(db);
+  REQUIRE(cli("gate --gate sage_compat --fixture " + f + " --candidate exact --record " + db).code == 0);
+  const std::string before = ts::test::read_file(db);
+  REQUIRE(before.rfind(std::string("SQLite format 3\0", 16), 0) == 0);
+  bad_input(cli("gate --gate sage_compat --fixture " + f + " --candidate exact --json " + db),
+            "is a SQLite database (a results store?), not a report");
+  const std::string wal = db + "-wal";
+  std::ofstream(wal) << "pages SQLite replays on open";
+  bad_input(cli("gate --gate sage_compat --fixture " + f + " --candidate exact --junit " + wal),
+            "is a SQLite journal of " + db);
+  CHECK(ts::test::read_file(db) == before);
+  CHECK(ts::test::read_file(wal) == "pages SQLite replays on open");
+  fs::remove(wal);
+  // A report file of the same name beside no store is an ordinary output.
+  const std::string plain = dir() + "/notes-wal";
+  std::ofstream(plain) << "old report";
+  CHECK(cli("gate --gate sage_compat --fixture " + f + " --candidate exact --json " + plain).code == 0);
+}

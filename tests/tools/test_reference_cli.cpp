@@ -36,3 +36,27 @@ TEST_CASE("reference --dump: intermediates with their scale datasets, comparable
   // scale_max 448 against 2.25: the FP8 codes of V differ almost everywhere.
   CHECK(nlohmann::json::parse(other.out).at("metrics").at("identical_fraction").get<double>() < 0.5);
 }
+
+TEST_CASE("reference: a flag of the other mode, a stored backend, --recipe without nvfp4 are refused") {
+  std::filesystem::create_directories(ts::test::scratch_dir());
+  const std::string f = ts::test::scratch_dir() + "/modes.h5";
+  REQUIRE(ts::test::run_cli("fixture synth --force --preset tiny --with-block --seed 4 -o " + f).code == 0);
+  REQUIRE(ts::test::run_cli("reference " + f + " --backend exact").code == 0);
+  const std::string exact_file = f + ".outputs/exact.h5";
+  const std::string before = ts::test::read_file(exact_file);
+  auto refused = [](const std::string& args, const std::string& says) {
+    const auto r = ts::test::run_cli(args);
+    INFO(args << "\n" << r.err);
+    CHECK(r.code == 2);
+    CHECK(r.err.find(says) != std::string::npos);
+  };
+  // Reading a stored output and storing it again rewrote it as the stored reader's.
+  refused("reference " + f + " --backend stored:exact", "--backend stored:exact: a stored output is read where it is");
+  CHECK(ts::test::read_file(exact_file) == before);
+  refused("reference " + f + " --block --backend sage2", "--backend: with --block, the block's attention is --attention");
+  refused("reference " + f + " --block --tau 1.3", "--tau: with --block");
+  refused("reference " + f + " --block --recipe modelopt", "--recipe modelopt: the NVFP4 recipe applies to --linear nvfp4 only");
+  refused("reference " + f + " --linear nvfp4", "--linear applies to --block");
+  refused("reference " + f + " --backend sage2 --attention sol", "--attention applies to --block");
+  CHECK(ts::test::run_cli("reference " + f + " --block --linear nvfp4 --recipe modelopt --attention sage2").code == 0);
+}
