@@ -29,6 +29,17 @@ double from_f16(uint16_t h) {
 void convert(DType t, const unsigned char* p, int64_t n, double* out, int64_t stride) {
   switch (t) {
     case DType::bf16: {
+      if (stride == 1) {  // a loop the compiler turns into vector shifts and conversions
+        for (int64_t i = 0; i < n; ++i) {
+          uint16_t b;
+          std::memcpy(&b, p + 2 * i, 2);
+          const uint32_t u = static_cast<uint32_t>(b) << 16;
+          float f;
+          std::memcpy(&f, &u, sizeof f);
+          out[i] = f;
+        }
+        return;
+      }
       uint16_t v[256];
       for (int64_t i = 0; i < n; i += 256) {
         const int64_t m = std::min<int64_t>(256, n - i);
@@ -111,6 +122,16 @@ void StoredTensor::to_double(int64_t first, int64_t n, double* out, int64_t stri
     n -= take;
     ++it;
   }
+}
+
+const unsigned char* StoredTensor::bytes_of(int64_t first, int64_t n) const {
+  auto it = std::upper_bound(spans.begin(), spans.end(), first,
+                             [](int64_t x, const Span& s) { return x < s.first; });
+  if (it == spans.begin()) return nullptr;
+  --it;
+  if (first + n > it->first + it->count) return nullptr;
+  const size_t esize = dtype == DType::bf16 || dtype == DType::f16 ? 2 : static_cast<size_t>(dtype_bytes(dtype));
+  return it->bytes + static_cast<size_t>(first - it->first) * esize;
 }
 
 void TensorRef::fill(int64_t first, int64_t n, double* out, int64_t stride) const {

@@ -34,6 +34,8 @@ struct StoredTensor {
   // beyond 2^53 is an InputError).
   // stride: out[i * stride] receives element first + i.
   void to_double(int64_t first, int64_t n, double* out, int64_t stride = 1) const;
+  // Elements [first, first + n) as stored, where one span holds them all; else null.
+  const unsigned char* bytes_of(int64_t first, int64_t n) const;
 };
 
 // What a metric pass reads: a tensor of doubles, or a stored one converted
@@ -59,6 +61,13 @@ class TensorRef {
   // Elements [first, first + n) into out[0], out[stride], ...: how the metric
   // passes lay four stretches side by side, one vector load per element.
   void fill(int64_t first, int64_t n, double* out, int64_t stride) const;
+  // Elements [first, first + n) as bfloat16 bit patterns where the tensor is stored so
+  // and one span holds them (a pass that reads the bits itself); else null.
+  // (Bytes, not uint16_t: a file need not align its data.)
+  const unsigned char* bf16_bytes(int64_t first, int64_t n) const {
+    if (!stored_ || stored_->dtype != DType::bf16) return nullptr;
+    return stored_->bytes_of(first, n);
+  }
   bool is_stored() const { return stored_ != nullptr; }
   // Whether a dense tensor holds as many values as its shape says.
   bool sized() const { return !dense_ || static_cast<int64_t>(dense_->data.size()) == dense_->numel(); }

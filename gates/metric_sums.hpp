@@ -155,7 +155,9 @@ void breakdown_sums(TensorRef a, TensorRef b, int64_t S, int64_t H, int64_t D,
 // Whether breakdown_sums can compute the overall stretches in the same pass:
 // each stretch must lie inside one query block and hold whole rows.
 bool breakdown_covers_chunks(int64_t H, int64_t D);
-// Tests set it to run the SSE2 build of the passes on a CPU that has AVX2.
-bool& scalar_lanes_only();
+// The most a pass may use: 2 AVX-512, 1 AVX2, 0 SSE2 (tests lower it to run
+// every build of the passes); lane_isa_in_use: what this CPU then runs.
+int& lane_isa_cap();
+int lane_isa_in_use();
 
 }  // namespace ts::metric_detail

@@ -1,5 +1,7 @@
 #include "gates/metrics.hpp"
 
+#include "core/phase.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -169,6 +171,7 @@ MetricSet compute_metrics(TensorRef a, TensorRef b) {
 
 MetricSet compute_metrics(TensorRef a, TensorRef b, DType storage) {
   check_same_shape(a, b);
+  const Phase phase("metric pass (overall)");
   const int64_t n = a.numel();
   std::vector<Sums> part(static_cast<size_t>((n + kChunk - 1) / kChunk));
   metric_detail::chunk_sums(a, b, n, storage, part.data());
@@ -187,6 +190,7 @@ MetricBreakdown compute_breakdown(TensorRef a, TensorRef b, const BlockConfig& c
   const int64_t blocks = (S + kBlock - 1) / kBlock;
   const DType storage = ulp_storage(a.dtype(), b.dtype());
   const size_t slots = static_cast<size_t>(frames + 1);
+  const Phase phase("metric pass (heads, frames, query blocks)");
 
   // Per query block: the sums of each head and of each frame (slot frames =
   // conditioning), each in index order; merged in block order afterwards, so

@@ -27,6 +27,7 @@
 #include "fixtures/digest.hpp"
 #include "fixtures/fixture.hpp"
 #include "gates/metrics.hpp"
+#include "kernels_under_test/registry.hpp"
 #include "tools/command.hpp"
 
 namespace cmd_bench_io {
@@ -164,7 +165,10 @@ double timed_run(const std::vector<std::string>& args, int* code) {
 }
 
 // A stored output's name as given: NAME or stored:NAME, the spelling every other command takes.
-std::string bare(const std::string& n) { return n.rfind("stored:", 0) == 0 ? n.substr(7) : n; }
+std::string bare(const std::string& n) {
+  const auto spec = ts::BackendSpec::try_parse(n);
+  return spec && spec->is_stored() ? spec->argument() : n;
+}
 
 int run(Opts o) {
   const ts::BlockConfig config = ts::read_fixture_config(o.fixture);

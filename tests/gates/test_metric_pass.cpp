@@ -88,11 +88,11 @@ TEST_CASE("the vector passes give the sums of one element at a time, on every in
     a.data[77] = INFINITY;
     b.data[78] = 0.0;
     std::vector<MetricBreakdown> runs;
-    for (bool sse2 : {false, true}) {
-      metric_detail::scalar_lanes_only() = sse2;
+    for (int isa : {2, 1, 0}) {
+      metric_detail::lane_isa_cap() = isa;
       runs.push_back(compute_breakdown(a, b, c));
     }
-    metric_detail::scalar_lanes_only() = false;
+    metric_detail::lane_isa_cap() = 2;
     // The definition: every group's sums element by element in index order.
     const DType storage = ulp_storage(a.dtype, b.dtype);
     std::vector<metric_detail::Sums> heads(static_cast<size_t>(H));
@@ -211,14 +211,14 @@ TEST_CASE("metrics of stored operands have the bits of the same values as double
       // Spans that cut rows, heads and query blocks anywhere.
       const StoredTensor sa = stored_copy(a, 1000, keep), sb = stored_copy(b, 4099, keep);
       INFO(dtype_name(ta) << " vs " << dtype_name(tb));
-      for (bool sse2 : {false, true}) {
-        metric_detail::scalar_lanes_only() = sse2;
+      for (int isa : {2, 1, 0}) {
+        metric_detail::lane_isa_cap() = isa;
         const auto dense = compute_breakdown(a, b, c).to_json().dump();
         CHECK(compute_breakdown(sa, sb, c).to_json().dump() == dense);
         CHECK(compute_breakdown(sa, b, c).to_json().dump() == dense);
         CHECK(compute_metrics(sa, sb).to_json().dump() == compute_metrics(a, b).to_json().dump());
       }
-      metric_detail::scalar_lanes_only() = false;
+      metric_detail::lane_isa_cap() = 2;
     }
   }
   // A shape whose query blocks do not hold whole stretches (the unfused pass) and a short last block.
