@@ -104,7 +104,7 @@ ts::cli::Registration reg{
           ->capture_default_str();
       app.add_option("--block-backend", o->block_backend, "block (host) | block_cuda (device)")
           ->capture_default_str();
-      app.add_option("--seed", o->seed, "synthesis seed")->capture_default_str();
+      ts::cli::add_seed_option(app, o->seed, "synthesis seed");
       ts::cli::add_json_option(app, o->json, "the result");
       ts::cli::set_example(app, "touchstone bench block --preset ci --linear nvfp4");
       return [o] { return run(*o); };

@@ -138,7 +138,7 @@ ts::cli::Registration reg{
       app.add_option("--reps", o->reps, "timed repetitions per backend (after one warm-up)")
           ->capture_default_str()
           ->check(ts::cli::integer_in(1, 1000000));
-      app.add_option("--seed", o->seed, "synthesis seed")->capture_default_str();
+      ts::cli::add_seed_option(app, o->seed, "synthesis seed");
       app.add_option("--backend", o->backends,
                      "backend spec to time (repeatable; default: exact, sage2 at each distinct preset, "
                      "sol at tau -100, 1.3, 3 and the int8 precisions)");

@@ -131,7 +131,7 @@ ts::cli::Registration reg{
       app.add_option("--reps", o->reps, "timed repetitions (medium and block24: 1)")
           ->capture_default_str()
           ->check(ts::cli::integer_in(1, 1000000));
-      app.add_option("--seed", o->seed, "synthesis seed")->capture_default_str();
+      ts::cli::add_seed_option(app, o->seed, "synthesis seed");
       ts::cli::add_json_option(app, o->json, "the result");
       ts::cli::set_example(app, "touchstone bench reference --preset medium");
       return [o] { return run(*o); };

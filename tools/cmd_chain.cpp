@@ -39,7 +39,7 @@ void add_common(CLI::App& app, Opts& o) {
   app.add_option("--gate,-g", o.j.gate, "the gate every schedule is judged by (tensor \"output\")")->capture_default_str();
   app.add_flag("--accuracy-only", o.j.accuracy_only,
                "leave out the gate's speed rules: every report says so, the verdict follows accuracy alone");
-  app.add_option("--seed", o.j.seed, "bootstrap seed")->capture_default_str();
+  ts::cli::add_seed_option(app, o.j.seed, "bootstrap seed");
   ts::cli::add_json_option(app, o.json, "the result (touchstone.chain/1)");
   ts::cli::add_report_option(app, "--html", o.html, "a page plotting error against block and step");
 }

@@ -72,7 +72,12 @@ int run(const Opts& o) {
     remove_dir = true;
   } else {
     dir = o.keep;
+    // A fixture already there may hold a user's outputs: never replaced.
+    const fs::path kept = dir / ("demo_" + o.preset + ".h5");
     std::error_code ec;
+    if (fs::exists(kept, ec) || fs::exists(kept.string() + ".outputs", ec))
+      throw ts::InputError("--keep " + o.keep + ": " + kept.string() +
+                           " exists (a kept demo fixture is never replaced: remove it or name another folder)");
     fs::create_directories(dir, ec);
     if (ec) throw ts::InputError("--keep " + o.keep + ": " + ec.message());
   }
@@ -202,7 +207,7 @@ ts::cli::Registration reg{
       auto o = std::make_shared<Opts>();
       app.add_option("--preset", o->preset, "synthetic preset: " + ts::preset_names_text(" | ") + " (block24 takes hours on 2 cores)")
           ->capture_default_str();
-      app.add_option("--seed", o->seed, "synthesis seed")->capture_default_str();
+      ts::cli::add_seed_option(app, o->seed, "synthesis seed");
       app.add_option("--pairs", o->pairs, "timing pairs per candidate in the gate (a speed rule needs at least 3)")
           ->capture_default_str()
           ->check(ts::cli::integer_in(1, 1000000));

@@ -46,7 +46,7 @@ Registration synth_reg{
       };
       auto o = std::make_shared<Opts>();
       app.add_option("--preset", o->preset, ts::preset_names_text(" | ") + " (block.md)")->capture_default_str();
-      app.add_option("--seed", o->seed, "generator seed")->capture_default_str();
+      ts::cli::add_seed_option(app, o->seed, "generator seed");
       app.add_option("--structure", o->structure,
                      "0 = noise ... 1 = strongly local and smooth video content")->capture_default_str();
       app.add_flag("--compress", o->compress, "shuffle + deflate the datasets");

@@ -108,7 +108,7 @@ ts::cli::Registration reg{
           ->capture_default_str();
       app.add_flag("--allow-slow", o->allow_slow,
                    "start even when the CPU work is estimated over the limit (10 min; env TOUCHSTONE_SLOW_LIMIT_S)");
-      app.add_option("--seed", o->seed, "bootstrap seed")->capture_default_str();
+      ts::cli::add_seed_option(app, o->seed, "bootstrap seed");
       ts::cli::add_json_option(app, o->json, "the full report");
       ts::cli::add_report_option(app, "--junit", o->junit, "write JUnit XML (one test case per candidate x rule)");
       ts::cli::add_report_option(app, "--markdown", o->markdown, "write a Markdown summary (CI job summary)");

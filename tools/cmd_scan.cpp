@@ -72,7 +72,7 @@ ts::cli::Registration reg{
           ->check(ts::cli::integer_in(1, 1000000000));
       app.add_option("--head-dim", o->head_dim, "the head dim when it is not varied (default: the preset's)")
           ->check(ts::cli::integer_in(1, 1000000000));
-      app.add_option("--seed", s.seed, "synthesis seed")->capture_default_str();
+      ts::cli::add_seed_option(app, s.seed, "synthesis seed");
       app.add_option("--work-dir", s.work_dir, "where a worker's fixtures are written (default: the temp dir)");
       app.add_flag("--allow-slow", s.allow_slow,
                    "start even when the CPU work is estimated over the limit (10 min; env TOUCHSTONE_SLOW_LIMIT_S)");

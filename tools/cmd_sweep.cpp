@@ -79,7 +79,7 @@ ts::cli::Registration reg{
       app.add_option("--warmup", s.warmup, "untimed warm-up pairs (with --pairs)")
           ->capture_default_str()
           ->check(ts::cli::integer_in(0, 1000000));
-      app.add_option("--seed", s.seed, "bootstrap seed")->capture_default_str();
+      ts::cli::add_seed_option(app, s.seed, "bootstrap seed");
       app.add_flag("--allow-slow", s.allow_slow,
                    "start even when the CPU work is estimated over the limit (10 min; env TOUCHSTONE_SLOW_LIMIT_S)");
       app.add_flag("--allow-nonfinite", s.allow_nonfinite, "accept NaN/Inf in the fixture inputs");

@@ -5,6 +5,7 @@
 // Each file's own Opts, run and reg live in a namespace named after the file
 // (cmd_demo, ...), not an anonymous one: CI's unity build joins the files.
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <string>
@@ -52,6 +53,8 @@ CLI::Validator number_at_least(double lo, bool strictly = false);
 // Any finite number; an empty value (--tau "") is refused. list: each item of
 // a comma-separated list (sweep --tau 1,2), as the empty value's message says.
 CLI::Validator finite_number(bool list = false);
+// --seed, alike in every command: a whole number 0 .. 2^63 - 1 (unchecked, CLI11 read -5 as 2^64 - 5).
+CLI::Option* add_seed_option(CLI::App& app, uint64_t& seed, const std::string& what);
 // "Example:" lines under a subcommand's --help.
 void set_example(CLI::App& app, const std::string& example);
 

@@ -69,4 +69,8 @@ CLI::Validator finite_number(bool list) {
       "");
 }
 
+CLI::Option* add_seed_option(CLI::App& app, uint64_t& seed, const std::string& what) {
+  return app.add_option("--seed", seed, what)->capture_default_str()->check(integer_in(0));
+}
+
 }  // namespace ts::cli

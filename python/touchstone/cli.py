@@ -119,6 +119,11 @@ def _parser():
     n.add_argument("--force", action="store_true",
                    help="replace an existing fixture (with every output it holds)")
 
+    # Listed here for --help only: main() hands scan's arguments to scan.py untouched.
+    sub.add_parser("scan", add_help=False,
+                   help="a Python kernel's error against shape, by touchstone scan "
+                        "(python3 -m touchstone scan --help)")
+
     s = sub.add_parser(
         "sage-fidelity", formatter_class=_formatter(columns),
         help="the sage2 emulation against the real SageAttention kernels",

@@ -56,3 +56,13 @@ def test_from_npz_onto_an_existing_fixture_names_its_own_flag(tmp_path):
     assert "replace=True" not in r.stderr
     assert python_module("from-npz", npz, "-o", tmp_path / "f.h5", "--model", "m",
                          "--force").returncode == 0
+
+
+def test_help_lists_every_subcommand_and_each_answers_help():
+    r = python_module("--help")
+    assert r.returncode == 0, r.stderr
+    listed = r.stdout.split("positional arguments:")[1]
+    for cmd in ("replay", "from-npz", "sage-fidelity", "scan"):
+        assert f"\n    {cmd} " in listed, (cmd, r.stdout)
+        sub = python_module(cmd, "--help")
+        assert sub.returncode == 0 and "usage:" in sub.stdout, (cmd, sub.stdout, sub.stderr)

@@ -149,6 +149,10 @@ TEST_CASE("bad input: a numeric flag's message says what is wrong with the value
   bad_input(cli("compare " + tiny() + " --top -1"), "--top: -1 is out of range: expected 1 to 1000000");
   bad_input(cli("scan --candidate sage2 --from 0 --to 64"), "--from: 0 is out of range: expected 1 to");
   bad_input(cli("sweep " + tiny() + " --pairs 99999999999999999999"), "--pairs: 99999999999999999999 is out of range");
+  // A negative seed is refused alike by every command that takes one (it once wrapped to 2^64 - 5).
+  for (const std::string& cmd : std::vector<std::string>{"fixture synth --preset tiny -o /tmp/never.h5", "gate " + tiny(), "sweep " + tiny(),
+                                "demo", "chain " + tiny(), "bench reference --preset tiny"})
+    bad_input(cli(cmd + " --seed -5"), "--seed: -5 is out of range: expected at least 0");
   // No bound of 1.8e308 in a message or in --help.
   CHECK(cli("scan --help").out.find("1797693") == std::string::npos);
 }
@@ -213,4 +217,19 @@ TEST_CASE("bad input: usage and environment errors exit 2 before any work, not a
   const Result cmp = cli("compare " + dir() + "/no_such_fixture.h5 a b --json " + dir() + "/nodir/c.json");
   CHECK(cmp.code == 2);
   CHECK(cmp.err.find("nodir") != std::string::npos);
+}
+
+TEST_CASE("bad input: demo --keep never replaces a fixture already kept there") {
+  const std::string keep = dir() + "/demo_keep";
+  fs::create_directories(keep);
+  const std::string kept = keep + "/demo_tiny.h5";
+  // A user's fixture under the demo's name, with a stored output beside it.
+  REQUIRE(cli("fixture synth --preset tiny --seed 9 -o " + kept).code == 0);
+  REQUIRE(cli("reference " + kept + " --backend exact").code == 0);
+  const auto before = fs::last_write_time(kept);
+  const auto size = fs::file_size(kept);
+  bad_input(cli("demo --preset tiny --keep " + keep), "demo_tiny.h5 exists");
+  CHECK(fs::last_write_time(kept) == before);
+  CHECK(fs::file_size(kept) == size);
+  CHECK(cli("fixture validate " + kept).code == 0);
 }
