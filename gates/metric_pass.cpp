@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -23,6 +24,10 @@ typedef float VF __attribute__((vector_size(16)));
 constexpr int W = 4;
 
 #define TS_LANE [[gnu::always_inline]] inline
+// A lambda is a function of the default instruction set: one left out of line
+// in an AVX-512 or AVX2 pass would receive its vectors by another ABI (GCC 13
+// did, and the pass crashed). Every lambda here is inlined.
+#define TS_LAMBDA __attribute__((always_inline))
 
 template <class To, class From>
 TS_LANE To bits(const From& x) {
@@ -152,7 +157,7 @@ TS_LANE Element element_with(V x, V y, VRow& row, Ulp ulp) {
 
 template <UlpKind K>
 TS_LANE Element element(V x, V y, VRow& row, DType storage) {
-  return element_with(x, y, row, [&](VI fin) { return ulp_v<K>(x, y, fin, storage); });
+  return element_with(x, y, row, [&](VI fin) TS_LAMBDA { return ulp_v<K>(x, y, fin, storage); });
 }
 
 // Operands stored as bfloat16, read as their bits: the values are the bits
@@ -193,7 +198,7 @@ TS_LANE void bf16_quad(const unsigned char* const* p, int64_t j0, Bf16Lanes* out
 }
 
 TS_LANE Element element_bf16(const Bf16Lanes& x, const Bf16Lanes& y, VRow& row) {
-  return element_with(x.value, y.value, row, [&](VI fin) {
+  return element_with(x.value, y.value, row, [&](VI fin) TS_LAMBDA {
     VI4 d = x.code - y.code;
     d = d < 0 ? -d : d;
     return unless_nonfinite(x.value, y.value, fin, __builtin_convertvector(d, V));
@@ -344,7 +349,7 @@ TS_LANE void chunk_group_body(const TensorRef& a, const TensorRef& b, int64_t c0
     for (int k = 0; k < W; ++k) first[k] = (c0 + k) * kChunk + t0;
     const unsigned char *pa[W], *pb[W];
     if (bf16_rows<K>(a, b, first, kTile, pa, pb)) {
-      for (int64_t j = 0; j < kTile; j += 4) bf16_quad_elements(pa, pb, j, row, [&](const Element& e) { add(s, e); });
+      for (int64_t j = 0; j < kTile; j += 4) bf16_quad_elements(pa, pb, j, row, [&](const Element& e) TS_LAMBDA { add(s, e); });
       continue;
     }
     for (int k = 0; k < W; ++k) {
@@ -486,7 +491,7 @@ TS_LANE void block_group_body(const TensorRef& a, const TensorRef& b, const Shap
       VRow row;
       if (bits16) {
         for (int64_t d = 0; d < D; d += 4)
-          bf16_quad_elements(pa, pb, h * D + d, row, [&](const Element& e) {
+          bf16_quad_elements(pa, pb, h * D + d, row, [&](const Element& e) TS_LAMBDA {
             add(head, e);
             add(frame, e);
             if (chunks) add(chunk, e);
@@ -586,8 +591,14 @@ void breakdown_sums_of(const TensorRef& a, const TensorRef& b, const Shape& sh, 
 
 }  // namespace
 
+// TOUCHSTONE_LANE_ISA=0|1|2 lowers it for a whole run: the same bits on any
+// build, so a crash or a slow pass can be pinned on one instruction set.
 int& lane_isa_cap() {
-  static int cap = 2;
+  static int cap = [] {
+    const char* e = std::getenv("TOUCHSTONE_LANE_ISA");
+    if (e && e[0] >= '0' && e[0] <= '2' && !e[1]) return e[0] - '0';
+    return 2;
+  }();
   return cap;
 }
 

@@ -311,7 +311,8 @@ def test_the_gpu_real_seed_table_script_on_the_cpu_with_stand_ins(ts, tmp_path):
                OWN="sparge_topk:topk=0.5", FIXTURE=fixture, PRESET="segments",
                SAGE_DIR=os.path.join(HERE, "sageattention_stand_in"), SPARGE_DIR=SPARGE_STAND_IN,
                PYTHONPATH=HERE, TOUCHSTONE_FLEX_STAND_IN="flex_attention_stand_in",
-               PYTHON=sys.executable, WORK=str(tmp_path / "work"), OMP_NUM_THREADS="2")
+               PYTHON=sys.executable, WORK=str(tmp_path / "work"), OMP_NUM_THREADS="2",
+               OUT=str(tmp_path / "work"))  # the caller's OUT (set on the GPU machine) is not ours
     r = subprocess.run([os.path.join(root, "benchmarks", "gpu-real-seed-table"), ts.exe],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 2 and "no_such_module" in r.stderr  # a bad spec: exit 2, says which
