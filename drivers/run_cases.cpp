@@ -27,11 +27,11 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-nlohmann::json opt_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+nlohmann::json opt_json(const std::optional<double>& v) { return figure_json(v); }
 
 std::optional<double> number_of(const nlohmann::json& j, const char* key) {
-  if (!j.contains(key) || !j[key].is_number()) return std::nullopt;
-  return j[key].get<double>();
+  if (!j.contains(key)) return std::nullopt;
+  return figure_of(j[key]);  // a NaN figure stays NaN: it is not a missing one
 }
 
 bool reads_groups(const GateFile& g) {

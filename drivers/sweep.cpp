@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -44,13 +45,15 @@ std::string fmt17(double v) {
 }
 
 std::string fmt4(const nlohmann::json& v, const char* f = "%.4g") {
+  if (v.is_string()) return v.get<std::string>();  // NaN, Infinity: figure_json
   if (!v.is_number()) return "undef";
+  if (std::isnan(v.get<double>())) return "NaN";
   char buf[32];
   std::snprintf(buf, sizeof buf, f, v.get<double>());
   return buf;
 }
 
-nlohmann::json json_or_null(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+nlohmann::json json_or_null(const std::optional<double>& v) { return figure_json(v); }
 
 std::string spec_for(const SweepOptions& o, double tau) {
   std::string spec = o.backend + (o.backend.find(':') == std::string::npos ? ":" : ",");

@@ -48,15 +48,24 @@ void check_same_shape(TensorRef a, TensorRef b) {
   if (!a.sized() || !b.sized()) throw InternalError("metrics: tensor data size disagrees with its shape");
 }
 
-nlohmann::json num(double v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
-  return v;
-}
-
-nlohmann::json opt(const std::optional<double>& v) { return v ? num(*v) : nlohmann::json(); }
+nlohmann::json num(double v) { return figure_json(v); }
+nlohmann::json opt(const std::optional<double>& v) { return figure_json(v); }
 
 }  // namespace
+
+nlohmann::json figure_json(const std::optional<double>& v) {
+  if (!v) return nullptr;
+  if (std::isfinite(*v)) return *v;
+  return std::isnan(*v) ? "NaN" : (*v > 0 ? "Infinity" : "-Infinity");
+}
+
+std::optional<double> figure_of(const nlohmann::json& j) {
+  if (j.is_number()) return j.get<double>();
+  if (j == "NaN") return std::numeric_limits<double>::quiet_NaN();
+  if (j == "Infinity") return std::numeric_limits<double>::infinity();
+  if (j == "-Infinity") return -std::numeric_limits<double>::infinity();
+  return std::nullopt;
+}
 
 double ulp_distance(double x, double y, DType storage) {
   return metric_detail::any_ulp_distance(x, y, storage);

@@ -86,6 +86,12 @@ inline constexpr const char* kStorageRefFigure = "storage_reference";
 // present as nullopt) plus "nonfinite_ref" and "zero_fraction_ref".
 std::map<std::string, std::optional<double>> metric_map(const MetricSet& m);
 
+// A figure in a JSON report: the number; "NaN", "Infinity" or "-Infinity",
+// which JSON cannot hold (a NaN written as null would read as "no figure");
+// null when there is none. figure_of reads it back (nullopt: none).
+nlohmann::json figure_json(const std::optional<double>& v);
+std::optional<double> figure_of(const nlohmann::json& j);
+
 // Distance in units in the last place between two values stored as `storage`
 // (ordered-integer distance of their bit patterns; integer types: |x - y|).
 // Infinite when either is non-finite (unless both are the same infinity).

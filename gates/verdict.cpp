@@ -6,6 +6,7 @@
 
 #include "core/block_stage_table.hpp"
 #include "core/error.hpp"
+#include "gates/metrics.hpp"
 #include "gates/storage_check.hpp"
 
 namespace ts {
@@ -429,9 +430,7 @@ nlohmann::json RuleOutcome::to_json() const {
                    {"message", message},
                    {"builtin", builtin},
                    {"optional", optional}};
-  if (figure && std::isfinite(*figure)) j["figure"] = *figure;
-  else if (figure) j["figure"] = std::isnan(*figure) ? "NaN" : (*figure > 0 ? "Infinity" : "-Infinity");
-  else j["figure"] = nullptr;
+  j["figure"] = figure_json(figure);
   if (interval) j["interval"] = interval->to_json();
   if (worst) j["worst"] = worst->to_json();
   return j;

@@ -1,6 +1,7 @@
 // The writers of touchstone sweep (drivers/sweep.cpp computes the rows).
 #include "report/sweep_report.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <sstream>
@@ -15,7 +16,9 @@ namespace ts {
 namespace {
 
 std::string fmt4(const nlohmann::json& v, const char* f = "%.4g") {
+  if (v.is_string()) return v.get<std::string>();  // NaN, Infinity: figure_json
   if (!v.is_number()) return "undef";
+  if (std::isnan(v.get<double>())) return "NaN";
   char buf[32];
   std::snprintf(buf, sizeof buf, f, v.get<double>());
   return buf;

@@ -203,3 +203,34 @@ TEST_CASE("sweep driver: bad options are bad input before any run") {
   o = tiny_options("no_such_gate");
   CHECK_THROWS_AS(ts::run_sweep(f, o), ts::InputError);
 }
+
+TEST_CASE("sweep driver: a NaN figure reads NaN in the table and the JSON, never undef, and fails") {
+  const std::string f = ts::test::synth_fixture("sweep_nan", "tiny", false);
+  {
+    const ts::Fixture fx = ts::load_fixture(f);
+    ts::Tensor out = ts::make_attention_backend("sage2:preset=sm121", {f})->run(ts::attention_problem(fx)).out;
+    out.data[3] = std::nan("");
+    ts::append_datasets(f, {{"/outputs/broken/attention", out, ts::output_attrs("broken", {}, std::nullopt)},
+                            timing("broken", {1.0, 1.1, 0.9, 1.0, 1.05, 0.95, 1.0})});
+  }
+  ts::SweepOptions o = tiny_options("sparse_acceptance");
+  o.taus = {3};
+  o.stored = "broken";
+  const ts::SweepResult r = ts::run_sweep(f, o);
+  REQUIRE(r.json.at("stored").size() == 1);
+  const auto& row = r.json.at("stored")[0];
+  CHECK(row.at("rel_l2_vs_baseline") == "NaN");
+  CHECK(row.at("rel_l2_vs_exact") == "NaN");
+  REQUIRE(r.run->candidates.size() == 2);
+  CHECK(r.run->candidates[1].verdict == ts::Verdict::reject);
+  const std::string text = ts::sweep_text(r);
+  INFO(text);
+  const auto at = text.find("REJECT stored:broken");
+  REQUIRE(at != std::string::npos);
+  const auto fig = text.find("rel_l2 vs exact", at);
+  REQUIRE(fig != std::string::npos);
+  const std::string line = text.substr(fig, text.find('\n', fig) - fig);
+  CHECK(line.find("NaN") != std::string::npos);
+  CHECK(text.find("undef") == std::string::npos);
+  for (const auto& s : r.run->candidates[1].shown) CHECK(s != "undef");
+}

@@ -21,5 +21,10 @@ def test_capture_replay_and_gate_flow_passes_on_the_cpu(ts, tmp_path):
     assert lines[-1] == "gpu-python-check: ok"
     gates = [ln for ln in lines if ln.startswith("gate ")]
     assert len(gates) == 2
-    # Both candidates were timed beside the baseline in one run: a real speedup, not nan.
-    assert all("speedup nan" not in ln and ("(pass)" in ln or "(fail)" in ln) for ln in gates), gates
+    # Both candidates were timed beside the baseline in one run: a real speedup, not nan. On a
+    # loaded CPU the interval may straddle 1 (inconclusive, a legitimate answer); a speed rule
+    # that could not be judged at all (missing: the samples were not comparable) is the rot.
+    for ln in gates:
+        figure = ln.split("speedup", 1)[1].split()[0]
+        assert figure not in ("nan", "-", "—") and float(figure) > 0, gates
+        assert any(s in ln for s in ("(pass)", "(fail)", "(inconclusive)")), gates
