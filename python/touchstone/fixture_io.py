@@ -67,7 +67,7 @@ def verify_digest(ds, stored=None):
     if tag is None:
         return None
     tag = tag.decode() if isinstance(tag, bytes) else str(tag)
-    got = tree_digest(ds[()] if stored is None else stored)
+    got = tree_digest(storage.read_stored(ds) if stored is None else stored)
     if got != tag:
         raise CaptureError(f"{ds.file.filename}: {ds.name}: content does not match its digest "
                            f"(stored {tag.split(':')[-1][:12]}..., read {got.split(':')[-1][:12]}"
@@ -556,7 +556,7 @@ class Fixture:
             self.sealed = True
             for n in "qkv":
                 ds = f["attention/" + n]
-                raw = ds[()]
+                raw = storage.read_stored(ds)
                 self.sealed = verify_digest(ds, raw) is not None and self.sealed
                 arrays[n] = storage.stored_to_array(ds, raw)
             self.q, self.k, self.v = arrays["q"], arrays["k"], arrays["v"]
@@ -600,8 +600,9 @@ def read_tensor(path, dataset, torch=None):
             raise CaptureError(f"{path}: {dataset}: no such dataset")
         ds = f[dataset]
         logical = "/" + dataset.strip("/")
+        raw = storage.read_stored(ds)  # read once: the digest and the values from the same bytes
         if _is_input(logical) or logical.startswith("/outputs/"):
-            verify_digest(ds)
+            verify_digest(ds, raw)
         if logical.startswith("/outputs/") and INPUTS_ATTR in ds.attrs:
             recorded = _plain(ds.attrs[INPUTS_ATTR])
             with h5py.File(path, "r") as main:
@@ -611,7 +612,7 @@ def read_tensor(path, dataset, torch=None):
                                    f"{recorded[:19]}..., this fixture's is {mine[:19]}...): copied "
                                    "from another fixture? Compute it again, or remove it with "
                                    "'touchstone fixture rm-output'")
-        return storage.to_torch(ds, torch) if torch else storage.read_array(ds)
+        return storage.to_torch(ds, torch, raw) if torch else storage.stored_to_array(ds, raw)
 
 
 def read_timings(path, name):

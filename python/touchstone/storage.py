@@ -65,9 +65,27 @@ def storage_dtype(ds):
     return ds.dtype.name
 
 
+def read_stored(ds):
+    """A dataset's values as stored (bfloat16 as its uint16 bits), read once. A contiguous,
+    unfiltered, little-endian dataset of a file on disk is mapped copy-on-write instead of read:
+    the page cache's own pages, no fresh buffer to fault in (at block24 an h5py read into new
+    memory cost 1.9 s per 542 MB tensor on the 2-core machine, the mapping 0.3 s), and a kernel
+    that writes into its inputs changes only its private copy. Writers replace files by rename,
+    so a mapped file's contents never change under it."""
+    try:
+        offset = ds.id.get_offset()
+        plain = (offset is not None and ds.chunks is None and ds.compression is None
+                 and ds.dtype.byteorder in "=<|" and ds.size > 0 and ds.file.driver == "sec2")
+    except (TypeError, ValueError, OSError):
+        plain = False
+    if not plain:
+        return ds[()]
+    return np.memmap(ds.file.filename, dtype=ds.dtype, mode="c", offset=offset, shape=ds.shape)
+
+
 def read_array(ds):
     """A dataset's values as numpy: bfloat16 as float32 (exact), the rest as stored."""
-    return stored_to_array(ds, ds[()])
+    return stored_to_array(ds, read_stored(ds))
 
 
 def stored_to_array(ds, a):
@@ -80,9 +98,11 @@ def stored_to_array(ds, a):
     return a
 
 
-def to_torch(ds, torch):
-    """A dataset as a torch tensor in its storage type (bfloat16 stays bfloat16)."""
-    kind, a = storage_dtype(ds), ds[()]
+def to_torch(ds, torch, a=None):
+    """A dataset as a torch tensor in its storage type (bfloat16 stays bfloat16); `a`: its values
+    already read as stored (read once, digest and value)."""
+    kind = storage_dtype(ds)
+    a = read_stored(ds) if a is None else a
     if kind == BF16:
         return torch.from_numpy(np.ascontiguousarray(a).view(np.int16)).view(torch.bfloat16)
     if kind == F16 and a.dtype == np.uint16:
