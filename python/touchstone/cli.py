@@ -6,7 +6,7 @@ import os
 import sys
 
 from . import _deps, kernels, tables, terminal
-from .schema import CaptureError, FixtureExists
+from .schema import CaptureError, FixtureExists, NonFiniteInput
 
 PROG = "python3 -m touchstone"
 
@@ -118,6 +118,9 @@ def _parser():
     n.add_argument("--compress", action="store_true")
     n.add_argument("--force", action="store_true",
                    help="replace an existing fixture (with every output it holds)")
+    n.add_argument("--allow-nonfinite", action="store_true",
+                   help="write q, k, v holding NaN or Inf (refused otherwise, as fixture validate "
+                        "refuses them)")
 
     # Listed here for --help only: main() hands scan's arguments to scan.py untouched.
     sub.add_parser("scan", add_help=False,
@@ -182,6 +185,11 @@ def _from_npz(a):
     for key in ("q", "k", "v"):
         if key not in data:
             raise CaptureError(f"{a.npz}: missing array '{key}'")
+    known = ("q", "k", "v", "observed", "positions")
+    unknown = [key for key in data.files if key not in known]
+    if unknown:  # a misspelt "observed" would otherwise vanish without a word
+        raise CaptureError(f"{a.npz}: unknown array '{unknown[0]}' (an .npz for from-npz holds "
+                           f"{', '.join(known)})")
     if a.config:
         try:
             with open(a.config) as fh:
@@ -204,9 +212,12 @@ def _from_npz(a):
                       resolution=a.resolution, frames=a.frames, layout=a.layout,
                       observed=data["observed"] if "observed" in data else None,
                       positions=data["positions"] if "positions" in data else None,
-                      compress=a.compress, bf16_bits=a.bf16_bits, replace=a.force)
+                      compress=a.compress, bf16_bits=a.bf16_bits, replace=a.force,
+                      allow_nonfinite=a.allow_nonfinite)
     except FixtureExists as e:
         raise FixtureExists(e.path, "--force") from None
+    except NonFiniteInput as e:
+        raise NonFiniteInput(e.path, e.where, e.count, e.first, "--allow-nonfinite") from None
     print(f"wrote {a.output}")
     return 0
 

@@ -22,7 +22,7 @@ import h5py
 import numpy as np
 
 from . import layouts, storage, tables
-from .schema import (CLOCKS, INT_KEYS, SCHEMA, VERSION, CaptureError, FixtureExists,
+from .schema import (CLOCKS, INT_KEYS, SCHEMA, VERSION, CaptureError, FixtureExists, NonFiniteInput,
                      full_config, stage_shape, tokens)
 
 _counter = itertools.count()
@@ -281,16 +281,33 @@ def _check_meta(resolution, **counts):
         whole(name, x)
 
 
+def _refuse_nonfinite(path, where, a, kind):
+    """The C++ reader's rule for inputs (fixtures/validate.cpp), before anything is written: a
+    fixture the writer makes must be one validate accepts."""
+    if kind == storage.BF16:
+        bad = (a & 0x7F80) == 0x7F80  # exponent all ones: Inf or NaN
+    elif np.issubdtype(a.dtype, np.floating):
+        bad = ~np.isfinite(a)
+    else:
+        return
+    n = int(np.count_nonzero(bad))
+    if n:
+        first = list(np.unravel_index(int(np.flatnonzero(bad.reshape(-1))[0]), a.shape))
+        raise NonFiniteInput(path, where, n, first)
+
+
 def write_fixture(path, q, k, v, config, *, model, source="captured", block_index=0, step=0,
                   seed=0, resolution=(0, 0), frames=0, notes=None, observed=None,
                   positions=None, block=None, extra_attrs=None, compress=False,
-                  bf16_bits=False, layout="SHD", batch=0, replace=False):
+                  bf16_bits=False, layout="SHD", batch=0, replace=False, allow_nonfinite=False):
     """Writes a complete fixture. q, k, v (and observed) in `layout` (default the fixture's
     [S, H, D]; "BSHD" / "BHSD" take sequence `batch` of a batch); config: the /config attributes
     (schema.attention_config() makes an attention-only one); positions: [S, 3] RoPE positions
     (t, h, w), stored as float64 /block/positions; block: further /block datasets by their path
     relative to /block ("x", "weights/w_qkv", "stages/norm1", ...). An existing file at `path`
-    is replaced only with replace=True (it would take every output it holds with it)."""
+    is replaced only with replace=True (it would take every output it holds with it). A NaN or
+    Inf in q, k, v or observed is refused as `touchstone fixture validate` refuses it, unless
+    allow_nonfinite=True (what --allow-nonfinite accepts there)."""
     c = full_config(config)
     S, H, D = tokens(c), c["heads"], c["head_dim"]
     qkv = {"q": q, "k": k, "v": v}
@@ -303,6 +320,9 @@ def write_fixture(path, q, k, v, config, *, model, source="captured", block_inde
         raise CaptureError("source must be 'synthetic' or 'captured'")
     _check_meta(block_index=block_index, step=step, seed=seed, frames=frames, resolution=resolution)
     stored = {name: storage.to_storage(t, bf16_bits) for name, t in qkv.items()}
+    if not allow_nonfinite:
+        for name, (a, kind) in stored.items():
+            _refuse_nonfinite(path, f"/attention/{name}", a, kind)
     extra = {}
     if positions is not None:
         p = positions.detach().cpu().numpy() if hasattr(positions, "detach") else positions

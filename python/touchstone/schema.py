@@ -34,6 +34,16 @@ class FixtureExists(CaptureError):
                          "with every output it holds)")
 
 
+class NonFiniteInput(CaptureError):
+    """A NaN or Inf in an input to be written. `accepter` names what accepts it where the user
+    asked: allow_nonfinite=True in Python, --allow-nonfinite on the command line."""
+
+    def __init__(self, path, where, count, first, accepter="allow_nonfinite=True"):
+        self.path, self.where, self.count, self.first = path, where, count, first
+        super().__init__(f"{path}: {where}: {count} NaN/Inf value{'s' if count > 1 else ''} in an "
+                         f"input tensor (first at element {first}); pass {accepter} to accept")
+
+
 def segments_list(config):
     segs = config["segments"]
     return json.loads(segs) if isinstance(segs, str) else segs

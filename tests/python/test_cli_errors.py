@@ -66,3 +66,43 @@ def test_help_lists_every_subcommand_and_each_answers_help():
         assert f"\n    {cmd} " in listed, (cmd, r.stdout)
         sub = python_module(cmd, "--help")
         assert sub.returncode == 0 and "usage:" in sub.stdout, (cmd, sub.stdout, sub.stderr)
+
+
+def test_from_npz_refuses_what_validate_refuses_and_names_its_own_flag(tmp_path, ts):
+    """A NaN input and an array it would drop: refused before anything is written (exit 2, one
+    line naming the array and the flag); --allow-nonfinite writes one that validate
+    --allow-nonfinite accepts."""
+    import numpy as np
+
+    x = np.ones((64, 2, 16), dtype=np.float32)
+    nan = x.copy()
+    nan[3, 1, 5] = np.nan
+    np.savez(tmp_path / "nan.npz", q=nan, k=x, v=x)
+    np.savez(tmp_path / "extra.npz", q=x, k=x, v=x, obsreved=x)
+    out = tmp_path / "f.h5"
+    r = python_module("from-npz", tmp_path / "nan.npz", "-o", out, "--model", "m")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "/attention/q: 1 NaN/Inf value" in r.stderr and "[3, 1, 5]" in r.stderr, r.stderr
+    assert "--allow-nonfinite" in r.stderr and "allow_nonfinite=True" not in r.stderr, r.stderr
+    assert not out.exists()
+    r = python_module("from-npz", tmp_path / "extra.npz", "-o", out, "--model", "m")
+    assert r.returncode == 2 and "unknown array 'obsreved'" in r.stderr, r.stderr
+    assert not out.exists()
+    r = python_module("from-npz", tmp_path / "nan.npz", "-o", out, "--model", "m", "--allow-nonfinite")
+    assert r.returncode == 0, r.stderr
+    ts("fixture", "validate", out, expect=2)
+    ts("fixture", "validate", out, "--allow-nonfinite")
+
+
+def test_write_fixture_refuses_a_bfloat16_nan_in_python_words(tmp_path):
+    import numpy as np
+
+    from touchstone import CaptureError, attention_config, write_fixture
+
+    bits = np.full((64, 2, 16), 0x3F80, dtype=np.uint16)  # bfloat16 1.0
+    bad = bits.copy()
+    bad[0, 0, 1] = 0x7FC0  # bfloat16 NaN
+    with pytest.raises(CaptureError, match=r"/attention/v: 1 NaN/Inf.*\[0, 0, 1\].*allow_nonfinite=True"):
+        write_fixture(tmp_path / "f.h5", bits, bits, bad, attention_config(64, 2, 16),
+                      model="m", bf16_bits=True)
+    assert not (tmp_path / "f.h5").exists()
