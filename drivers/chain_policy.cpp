@@ -95,11 +95,15 @@ bool dominated(const ChainResult& a, double ka, const ChainResult& b, double kb)
 std::vector<std::string> policy_schedules(int steps, const std::vector<double>& taus, const std::string& backend,
                                           const std::string& precision) {
   if (taus.empty()) throw InputError("policy: --tau needs at least one value");
-  std::vector<std::string> out;
+  std::vector<std::string> out, seen;
   for (double tau : taus) {
     if (!std::isfinite(tau)) throw InputError("policy: tau must be a finite number");
     char t[32];
     std::snprintf(t, sizeof t, "%.6g", tau);
+    // The same schedule twice would be run twice and listed twice as two frontier points.
+    if (std::find(seen.begin(), seen.end(), t) != seen.end())
+      throw InputError(std::string("policy: --tau ") + t + " given twice");
+    seen.emplace_back(t);
     std::string spec = backend + ":tau=" + t + (precision.empty() ? "" : ",precision=" + precision);
     for (int k = 0; k < steps; ++k) out.push_back(k == 0 ? spec : "dense if step<" + std::to_string(k) + "; " + spec);
   }
@@ -171,9 +175,19 @@ ChainJudgement judge_chains(const ChainSet& set, const std::vector<Schedule>& sc
       if (j != i && dominated(run.chains[i], cost(i), run.chains[j], cost(j))) dom = true;
     if (!dom) J.frontier.push_back(i);
   }
-  std::stable_sort(J.frontier.begin(), J.frontier.end(), [&](size_t a, size_t b) { return cost(a) < cost(b); });
+  // Equal cost (at a small geometry every routed schedule computes every block) goes to the more
+  // accurate: the chosen schedule is then always one the frontier holds.
+  auto cheaper = [&](size_t a, size_t b) {
+    if (cost(a) != cost(b)) return cost(a) < cost(b);
+    return run.chains[a].last().vs_baseline.rel_l2.value_or(INFINITY) <
+           run.chains[b].last().vs_baseline.rel_l2.value_or(INFINITY);
+  };
+  std::stable_sort(J.frontier.begin(), J.frontier.end(), cheaper);
   std::vector<size_t> order = done;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return cost(a) < cost(b); });
+  std::stable_sort(order.begin(), order.end(), cheaper);
+  J.ranked = order;
+  for (size_t i = 0; i < run.chains.size(); ++i)
+    if (std::find(done.begin(), done.end(), i) == done.end()) J.ranked.push_back(i);
   for (size_t i : order)
     if (J.cases.run.candidates[i].verdict == Verdict::accept) {
       J.chosen = i;

@@ -28,6 +28,8 @@ struct ChainJudgement {
   // either side (or the gate times emulations). Else the time is shown, flagged.
   std::vector<bool> time_is_real;
   std::vector<size_t> frontier;  // indices on the work/time-vs-error frontier, fastest first
+  std::vector<size_t> ranked;    // every schedule, cheapest first by the cost the choice used (ties: more
+                                 // accurate first), those that did not finish last
   std::optional<size_t> chosen;  // the fastest ACCEPTed schedule
   bool search = false;           // touchstone policy (exit 0 when one is chosen)
   int exit_code() const;

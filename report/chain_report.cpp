@@ -98,10 +98,7 @@ std::string chain_text(const ChainJudgement& J, int width) {
     o << "\nschedules, cheapest first (" << (real ? "summed kernel attention time" : "dense-equivalent work; times are emulations', not a speed verdict")
       << "):\n";
     o << rrow({"front", "work", "schedule", "e_out", "vs_exact", "attn_ms", "verdict"}, w);
-    std::vector<size_t> order(run.chains.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return run.chains[a].work() < run.chains[b].work(); });
-    for (size_t i : order) {
+    for (size_t i : J.ranked) {
       const ChainResult& ch = run.chains[i];
       const bool front = std::find(J.frontier.begin(), J.frontier.end(), i) != J.frontier.end();
       const bool ok = ch.error.empty() && ch.cells.size() == run.baseline.size();

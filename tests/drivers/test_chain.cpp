@@ -2,6 +2,7 @@
 // the baseline stack reproduces the stored inputs, errors compose as docs/chain.md
 // says, a planted fault in one block's attention is located to that block, and
 // a schedule that is dense there passes the gate while one that is not fails.
+#include <algorithm>
 #include <filesystem>
 
 #include "catch.hpp"
@@ -228,7 +229,22 @@ TEST_CASE("policy search: the cheapest ACCEPTed schedule, the frontier fastest f
   }
   for (size_t i = 0; i < j.chain.chains.size(); ++i)
     if (j.cases.run.candidates[i].verdict == ts::Verdict::accept) CHECK(j.chain.chains[i].work() >= j.chain.chains[*j.chosen].work());
+  // Equal cost goes to the more accurate, so the chosen schedule is always a frontier point, and
+  // the table lists schedules in the order the choice used.
+  CHECK(std::find(j.frontier.begin(), j.frontier.end(), *j.chosen) != j.frontier.end());
+  for (size_t i = 0; i < j.chain.chains.size(); ++i)
+    if (j.cases.run.candidates[i].verdict == ts::Verdict::accept &&
+        j.chain.chains[i].work() == j.chain.chains[*j.chosen].work())
+      CHECK(*j.chain.chains[i].last().vs_baseline.rel_l2 >= *j.chain.chains[*j.chosen].last().vs_baseline.rel_l2);
+  REQUIRE(j.ranked.size() == j.chain.chains.size());
+  CHECK(j.ranked.front() == *j.chosen);
   const std::string html = ts::chain_html(j);
   CHECK(html.find("<svg") != std::string::npos);
   CHECK(j.to_json()["chosen"].is_string());
+}
+
+TEST_CASE("policy search: a tau given twice is bad input, not the same schedule run twice") {
+  CHECK_THROWS_WITH(ts::policy_schedules(kSteps, {1.3, 2.0, 1.3}, "sol", "int8_qk"),
+                    Catch::Contains("--tau 1.3 given twice"));
+  CHECK(ts::policy_schedules(kSteps, {1.3, 2.0}, "sol", "").size() == 2 * kSteps + 1);
 }
