@@ -476,10 +476,9 @@ def add_outputs(fixture, entries, *, compress=False):
                 inputs = inputs_identity(src)
         except OSError as e:
             raise CaptureError(f"{fixture}: /: not readable as HDF5 ({e})")
-        stored_all = []
         for name, out, t, clock, params, inter, tattrs in prepared:
             _shape_check(f"{fixture}: /outputs/{name}/attention", out, shape)
-            stored_all.append(storage.cast_like(out, kind if kind in tables.FLOAT_DTYPES else "float32"))
+        store_as = kind if kind in tables.FLOAT_DTYPES else "float32"
         with h5py.File(fixture, "r") as src:
             legacy = {n for n in names if f"outputs/{n}" in src or f"timings/{n}" in src}
         os.makedirs(outputs_folder(fixture), exist_ok=True)
@@ -487,12 +486,16 @@ def add_outputs(fixture, entries, *, compress=False):
         # timings): the cost is that of the outputs alone. Every file is written before any
         # is renamed into place, so an error stores none of them.
         with contextlib.ExitStack() as stack:
-            for (name, _, t, clock, params, inter, tattrs), stored in zip(prepared, stored_all):
+            for name, out, t, clock, params, inter, tattrs in prepared:
                 tmp = stack.enter_context(_temp_beside(os.path.join(outputs_folder(fixture), name + ".h5")))
+                # Converted as written: one output's host copy at a time (a device output's
+                # staging memory goes back for the next).
+                stored = storage.cast_like(out, store_as)
                 with h5py.File(tmp, "w-") as dst:
                     dst.attrs["schema"] = OUTPUT_SCHEMA
                     dst.attrs["output"] = name
                     _write_one(dst, name, stored, t, clock, params, inter, tattrs, compress, inputs)
+                del stored
         if legacy:
             # A fixture from before output files holding these names inside: dropped from it,
             # one copy of the fixture (what every write cost before).
