@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -318,6 +320,7 @@ BatchPlan load_plan(const std::string& path) {
 
   std::vector<GateFile> gates;
   std::vector<std::string> gate_sources;  // what a case names: a path as batch sees it, or a built-in name
+  std::vector<std::string> gate_digests;  // of the gate's text: an edited gate file judges anew on --resume
   for (size_t i = 0; i < gate_names.size(); ++i) {
     const std::string rel = plan_relative(dir, gate_names[i]);
     try {
@@ -331,6 +334,12 @@ BatchPlan load_plan(const std::string& path) {
       } catch (const InputError&) {
         throw InputError(path + ": " + json_input::index("$.gates", i) + ": " + e.what());
       }
+    }
+    if (fs::is_regular_file(gate_sources.back())) {
+      std::ifstream in(gate_sources.back(), std::ios::binary);
+      gate_digests.push_back(fnv_hex(std::string(std::istreambuf_iterator<char>(in), {})));
+    } else {
+      gate_digests.push_back(fnv_hex(gates.back().to_json().dump()));
     }
     for (const auto& rule : gates.back().rules)
       if (gates.back().tensor_of(rule) != "attention")
@@ -375,6 +384,7 @@ BatchPlan load_plan(const std::string& path) {
     const BlockConfig cfg = config_of(fx, path + ": " + json_input::index("$.fixtures", pattern_of[fi]));
     const double load_s = 3.0 * static_cast<double>(cfg.tokens() * cfg.heads * cfg.head_dim) * 2 / kLoadBytesPerS;
     const ExactChoice ex = choose_exact(plan.options.exact, fx, cfg);
+    const std::string fx_state = fixture_files_state(fx);
     for (size_t gi = 0; gi < gates.size(); ++gi) {
       const GateFile& g = gates[gi];
       const bool speed = has_speed_rule(g);
@@ -415,7 +425,7 @@ BatchPlan load_plan(const std::string& path) {
           bc.baseline = base;
           bc.candidate = c;
           bc.cost_s = (1 + timed) * run_core_s(c, cfg) + timed * run_core_s(base, cfg);
-          bc.key = fx + "|" + bc.gate + "|" + base + "|" + c + "|" + opt_digest;
+          bc.key = fx + "|" + bc.gate + "|" + base + "|" + c + "|" + opt_digest + "|" + fx_state + "|" + gate_digests[gi];
           plan.cases.push_back(bc);
           plan.group_cost_s.push_back(shared);
           slow_runs.push_back({c, 1 + timed});
