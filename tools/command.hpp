@@ -43,8 +43,9 @@ CLI::Option* add_report_option(CLI::App& app, const std::string& flag, ReportTar
 // fixture, with its own --force). add_json_option and add_report_option mark theirs.
 void mark_output(CLI::Option* option, bool report);
 // Before any work: an output that is also one of the command's inputs, the
-// same file as another output, or (for a report) an existing HDF5 file is
-// refused with an InputError; nothing already on disk is lost.
+// same file as another output, a file a fixture owns beside itself (its lock,
+// its outputs folder: fixture_owned_file), or (for a report) an existing HDF5
+// file is refused with an InputError; nothing already on disk is lost.
 void check_outputs(const CLI::App& command);
 // Checks of numeric options that name what is wrong ("'5abc' is not a whole number", "-1 is
 // out of range: expected 1 to 1000"); hi defaults to no upper bound.
