@@ -176,6 +176,11 @@ def _from_npz(a):
     from .layouts import to_shd
     from .schema import attention_config, full_config
 
+    # Before anything is read: the fixture written over its own .npz or --config loses it.
+    for flag, given in (("the .npz ", a.npz), ("--config ", a.config)):
+        if given and os.path.exists(a.output) and os.path.exists(given) and os.path.samefile(a.output, given):
+            raise CaptureError(f"-o {a.output} is also an input ({flag}{given}): refusing to overwrite "
+                               "it; write the output elsewhere")
     try:
         data = np.load(a.npz, allow_pickle=False)
     except (ValueError, OSError, EOFError) as e:
@@ -201,7 +206,10 @@ def _from_npz(a):
         if not isinstance(config, dict):
             raise CaptureError(f"--config {a.config}: expected a JSON object of /config attributes")
     else:
-        config = attention_config(*to_shd(data["q"], a.layout, 0, "q").shape)
+        try:
+            config = attention_config(*to_shd(data["q"], a.layout, 0, "q").shape)
+        except CaptureError as e:
+            raise CaptureError(f"{a.npz}: {e}") from None
     try:
         config = full_config(config)
     except CaptureError as e:
@@ -218,6 +226,11 @@ def _from_npz(a):
         raise FixtureExists(e.path, "--force") from None
     except NonFiniteInput as e:
         raise NonFiniteInput(e.path, e.where, e.count, e.first, "--allow-nonfinite") from None
+    except CaptureError as e:
+        # A shape or element type of one of the arrays: which file holds it.
+        if str(e).startswith(("/attention/", "/block/")):
+            raise CaptureError(f"{a.npz}: {e}") from None
+        raise
     print(f"wrote {a.output}")
     return 0
 
