@@ -233,3 +233,17 @@ TEST_CASE("bad input: demo --keep never replaces a fixture already kept there") 
   CHECK(fs::file_size(kept) == size);
   CHECK(cli("fixture validate " + kept).code == 0);
 }
+
+TEST_CASE("bad input: history --metric that no gate metric or recorded rule id is names what is known") {
+  const std::string db = dir() + "/bad_input_metric.db";
+  fs::remove(db);
+  REQUIRE(cli("gate --gate bit_exact --fixture " + tiny() + " --candidate sage2 --record " + db).code == 0);
+  bad_input(cli("history " + db + " --regressions --metric rel_l3"),
+            "--metric 'rel_l3': no such metric or rule id (did you mean 'rel_l2'? metrics: rel_l2, cosine,");
+  bad_input(cli("history " + db + " --metric typo"), "rule ids recorded: bit_exact, finite)");
+  // A gate metric nothing recorded, and a rule id that is no metric name, are filters.
+  CHECK(cli("history " + db + " --regressions --metric cosine").code == 0);
+  const Result by_id = cli("history " + db + " --metric finite");
+  INFO(by_id.out << by_id.err);
+  CHECK(by_id.code == 0);
+}
