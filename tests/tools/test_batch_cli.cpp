@@ -110,7 +110,7 @@ TEST_CASE("touchstone batch: bad plans exit 2 with one line naming the JSON path
       {R"({"schema": "touchstone.plan/1", "fixtures": ["fx0.h5"], "gates": ["bit_exact"], "candidates": ["sage2"], "extra": 1})",
        "extra"},
       {R"({"schema": "touchstone.plan/1", "fixtures": ["fx0.h5"], "gates": ["bit_exact"], "candidates": ["sage2"],
-           "options": {"pairs": 0}})",
+           "options": {"pairs": -1}})",
        "$.options.pairs"},
       {R"({"schema": "touchstone.plan/1", "fixtures": ["fx0.h5"], "gates": ["bit_exact"], "candidates": ["stored:absent"]})",
        "$.candidates[0]"},
@@ -416,4 +416,22 @@ TEST_CASE("touchstone batch --resume judges again a case whose fixture, its outp
   const Result output = cli("batch " + p + results + " --resume");
   INFO(output.out << output.err);
   CHECK(output.out.find("--resume kept 0 of 2 cases") != std::string::npos);
+}
+
+TEST_CASE("touchstone batch: options.pairs 0 means what gate --pairs 0 does") {
+  const std::string d = plan_dir();
+  const std::string p = write_plan("pairs0.json", R"({"schema": "touchstone.plan/1", "fixtures": ["fx0.h5"],
+    "gates": ["sparse_acceptance"], "candidates": ["sol:tau=1.3"], "options": {"pairs": 0}})");
+  const Result b = cli("batch " + p + " --results " + d + "/pairs0.results --json " + d + "/pairs0-report.json");
+  INFO(b.out << b.err);
+  REQUIRE(b.code == 1);
+  const Result g = cli("gate --gate sparse_acceptance --fixture " + d + "/fx0.h5 --candidate sol:tau=1.3 --pairs 0 --json");
+  REQUIRE(g.code == 1);
+  const auto from_batch = normalised(d + "/pairs0-report.json")["runs"][0]["candidates"][0];
+  const auto from_gate = nlohmann::json::parse(g.out)["candidates"][0];
+  CHECK(from_batch["verdict"] == from_gate["verdict"]);
+  CHECK(from_batch["rules"].size() == from_gate["rules"].size());
+  for (size_t i = 0; i < from_gate["rules"].size(); ++i)
+    CHECK(from_batch["rules"][i]["status"] == from_gate["rules"][i]["status"]);
+  CHECK(from_gate["rules"][1]["status"] == "missing");  // the speed rule: nothing was timed
 }
