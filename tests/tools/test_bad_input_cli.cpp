@@ -275,3 +275,9 @@ TEST_CASE("bad input: a list with an empty item or a value given twice names it"
   CHECK(ok.code == 0);
   CHECK(nlohmann::json::parse(ok.out)["rows"].size() >= 3);
 }
+
+TEST_CASE("bad input: compare of two shapes names the file and both datasets") {
+  bad_input(cli("compare " + tiny() + " /block/positions exact"),
+            tiny() + ": A /block/positions is [72, 3], B /outputs/exact/attention is [72, 2, 32]: compare needs two "
+            "tensors of one shape");
+}
