@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -164,7 +166,11 @@ void read_options(ObjectReader& plan, GateRunOptions& o, const std::string& wher
       dst = static_cast<int>(*v);
     }
   };
-  integer("pairs", o.pairs, 1);
+  // 0 as gate --pairs 0 takes it: nothing timed here (a speed rule on a computed side is
+  // missing; two stored sides are judged on their /timings).
+  integer("pairs", o.pairs, 0);
+  o.timed = o.pairs > 0;
+  o.pairs = std::max(o.pairs, 1);
   integer("warmup", o.warmup, 0);
   integer("rotate", o.rotate, 1);
   if (auto v = r.opt_number("budget_s")) {
@@ -183,7 +189,7 @@ void read_options(ObjectReader& plan, GateRunOptions& o, const std::string& wher
 }
 
 nlohmann::json options_json(const GateRunOptions& o) {
-  return {{"pairs", o.pairs},   {"warmup", o.warmup}, {"rotate", o.rotate},
+  return {{"pairs", o.timed ? o.pairs : 0},   {"warmup", o.warmup}, {"rotate", o.rotate},
           {"budget_s", o.budget_s}, {"seed", o.seed}, {"exact", o.exact},
           {"allow_slow", o.allow_slow}, {"allow_nonfinite", o.allow_nonfinite}, {"accuracy_only", o.accuracy_only}};
 }
@@ -191,6 +197,8 @@ nlohmann::json options_json(const GateRunOptions& o) {
 GateRunOptions options_from_json(const nlohmann::json& j) {
   GateRunOptions o;
   o.pairs = j.at("pairs").get<int>();
+  o.timed = o.pairs > 0;
+  o.pairs = std::max(o.pairs, 1);
   o.warmup = j.at("warmup").get<int>();
   o.rotate = j.at("rotate").get<int>();
   o.budget_s = j.at("budget_s").get<double>();
@@ -318,6 +326,7 @@ BatchPlan load_plan(const std::string& path) {
 
   std::vector<GateFile> gates;
   std::vector<std::string> gate_sources;  // what a case names: a path as batch sees it, or a built-in name
+  std::vector<std::string> gate_digests;  // of the gate's text: an edited gate file judges anew on --resume
   for (size_t i = 0; i < gate_names.size(); ++i) {
     const std::string rel = plan_relative(dir, gate_names[i]);
     try {
@@ -331,6 +340,12 @@ BatchPlan load_plan(const std::string& path) {
       } catch (const InputError&) {
         throw InputError(path + ": " + json_input::index("$.gates", i) + ": " + e.what());
       }
+    }
+    if (fs::is_regular_file(gate_sources.back())) {
+      std::ifstream in(gate_sources.back(), std::ios::binary);
+      gate_digests.push_back(fnv_hex(std::string(std::istreambuf_iterator<char>(in), {})));
+    } else {
+      gate_digests.push_back(fnv_hex(gates.back().to_json().dump()));
     }
     for (const auto& rule : gates.back().rules)
       if (gates.back().tensor_of(rule) != "attention")
@@ -368,13 +383,14 @@ BatchPlan load_plan(const std::string& path) {
     r.fail("candidates", "the plan names no candidate (candidates, sweeps or stored)");
 
   const std::string opt_digest = fnv_hex(options_json(plan.options).dump());
-  const int timed_speed = plan.options.warmup + plan.options.pairs;
+  const int timed_speed = plan.options.timed ? plan.options.warmup + plan.options.pairs : 0;
   std::vector<std::pair<std::string, int>> slow_runs;
   for (size_t fi = 0; fi < fixtures.size(); ++fi) {
     const std::string& fx = fixtures[fi];
     const BlockConfig cfg = config_of(fx, path + ": " + json_input::index("$.fixtures", pattern_of[fi]));
     const double load_s = 3.0 * static_cast<double>(cfg.tokens() * cfg.heads * cfg.head_dim) * 2 / kLoadBytesPerS;
     const ExactChoice ex = choose_exact(plan.options.exact, fx, cfg);
+    const std::string fx_state = fixture_files_state(fx);
     for (size_t gi = 0; gi < gates.size(); ++gi) {
       const GateFile& g = gates[gi];
       const bool speed = has_speed_rule(g);
@@ -415,7 +431,7 @@ BatchPlan load_plan(const std::string& path) {
           bc.baseline = base;
           bc.candidate = c;
           bc.cost_s = (1 + timed) * run_core_s(c, cfg) + timed * run_core_s(base, cfg);
-          bc.key = fx + "|" + bc.gate + "|" + base + "|" + c + "|" + opt_digest;
+          bc.key = fx + "|" + bc.gate + "|" + base + "|" + c + "|" + opt_digest + "|" + fx_state + "|" + gate_digests[gi];
           plan.cases.push_back(bc);
           plan.group_cost_s.push_back(shared);
           slow_runs.push_back({c, 1 + timed});

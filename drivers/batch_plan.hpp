@@ -19,7 +19,9 @@ struct BatchCase {
   std::string id;  // "c0007": its place in the expansion, the order of every report
   std::string fixture, gate, baseline, candidate;
   double cost_s = 0;  // this candidate's own runs (batch_plan.cpp estimate_case_s)
-  // "fixture|gate|baseline|candidate|options digest": what --resume matches a result by.
+  // "fixture|gate|baseline|candidate|options digest|fixture files state|gate text digest": what
+  // --resume matches a result by, so a fixture, an output file or a gate file written since
+  // the record was made judges the case again (fixture_files_state).
   std::string key;
   nlohmann::json to_json() const;
   static BatchCase from_json(const nlohmann::json& j, const std::string& where);

@@ -264,6 +264,22 @@ std::optional<BatchRecord> read_result(const std::string& dir, const BatchPlan& 
   return r;
 }
 
+std::set<std::string> changed_since_judged(const std::string& dir, const BatchPlan& plan) {
+  std::set<std::string> out;
+  for (const auto& c : plan.cases) {
+    const fs::path p = fs::path(dir) / (c.id + ".json");
+    std::error_code ec;
+    if (!fs::is_regular_file(p, ec)) continue;
+    try {
+      const nlohmann::json j = json_input::read_file(p.string());
+      if (j.value("digest", "") == plan.digest && j.value("key", "") != c.key) out.insert(c.id);
+    } catch (const std::exception&) {
+      // a record half-written by a process that died is no record
+    }
+  }
+  return out;
+}
+
 std::map<std::string, BatchRecord> read_results(const std::string& dir, const BatchPlan& plan) {
   std::map<std::string, BatchRecord> out;
   std::error_code ec;

@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,10 @@ void write_result(const std::string& dir, const BatchRecord& r);
 // The records in DIR that belong to the plan (same digest, known id and key);
 // others are ignored. A missing folder is no records.
 std::map<std::string, BatchRecord> read_results(const std::string& dir, const BatchPlan& plan);
+// The cases whose record in DIR is of this plan but not of its key: judged
+// before their fixture, one of its output files or their gate file changed,
+// so --resume judges them again.
+std::set<std::string> changed_since_judged(const std::string& dir, const BatchPlan& plan);
 // One case's record in DIR, when there is one that belongs to the plan.
 std::optional<BatchRecord> read_result(const std::string& dir, const BatchPlan& plan, const BatchCase& c);
 

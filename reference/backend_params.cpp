@@ -64,8 +64,12 @@ double BackendParams::get_double(const std::string& key, double fallback) {
   char* end = nullptr;
   errno = 0;
   const double v = std::strtod(s, &end);
-  if (end == s || *end != '\0' || errno == ERANGE || std::isnan(v))
+  if (end == s || *end != '\0' || errno == ERANGE)
     throw InputError("backend '" + spec_ + "': " + key + "=" + it->second + " is not a number");
+  // No parameter means anything at inf or nan: sol:tau=inf would keep nothing and judge as a
+  // verdict what is a typo.
+  if (!std::isfinite(v))
+    throw InputError("backend '" + spec_ + "': " + key + "=" + it->second + " is not a finite number");
   return v;
 }
 

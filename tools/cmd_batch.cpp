@@ -100,13 +100,20 @@ std::set<std::string> judged_ids(const ts::BatchPlan& plan, const std::string& d
 
 // What --resume kept, said above the report: on stdout with the report,
 // or on stderr when a report is written to stdout (which then holds only it).
-void say_resumed(const Reports& reports, const std::set<std::string>& judged, const std::vector<std::string>& ids,
-                 const std::string& dir) {
-  size_t kept = 0;
-  for (const auto& id : ids) kept += judged.count(id);
-  (reports.any_stdout() ? std::cerr : std::cout)
-      << "touchstone batch: --resume kept " << kept << " of " << ids.size() << " cases (judged already in " << dir
-      << "); running the other " << ids.size() - kept << "\n" << std::flush;
+void say_resumed(const Reports& reports, const ts::BatchPlan& plan, const std::set<std::string>& judged,
+                 const std::vector<std::string>& ids, const std::string& dir) {
+  size_t kept = 0, changed = 0;
+  const std::set<std::string> stale = ts::changed_since_judged(dir, plan);
+  for (const auto& id : ids) {
+    kept += judged.count(id);
+    changed += stale.count(id);
+  }
+  std::ostream& os = reports.any_stdout() ? std::cerr : std::cout;
+  os << "touchstone batch: --resume kept " << kept << " of " << ids.size() << " cases (judged already in " << dir
+     << "); running the other " << ids.size() - kept;
+  if (changed > 0)
+    os << " (" << changed << " of them judged before their fixture, its outputs or their gate file changed)";
+  os << "\n" << std::flush;
 }
 
 nlohmann::json execution_of(const std::string& mode, size_t workers, double wall_s) {
@@ -177,7 +184,7 @@ int run(const Opts& o) {
     if (out.root && o.resume) {
       std::vector<std::string> all;
       for (const auto& c : plan.cases) all.push_back(c.id);
-      say_resumed(o.reports, mo.skip, all, results);
+      say_resumed(o.reports, plan, mo.skip, all, results);
     }
     if (out.root) {
       code = o.reports.emit(*out.report);
@@ -219,7 +226,7 @@ int run(const Opts& o) {
         for (size_t i : units[u].cases) sf.assigned.push_back(plan.cases[i].id);
       }
     std::sort(sf.assigned.begin(), sf.assigned.end());
-    if (o.resume) say_resumed(o.reports, skip, sf.assigned, results);
+    if (o.resume) say_resumed(o.reports, plan, skip, sf.assigned, results);
     lo.label = "shard " + std::to_string(index) + "/" + std::to_string(count);
     clear_records(plan, sf.assigned, skip, results);
     ts::run_local(plan, mine, skip, lo);
@@ -246,7 +253,7 @@ int run(const Opts& o) {
   const auto units = ts::work_units(plan, static_cast<int>(lo.slots.size()));
   std::vector<std::string> all;
   for (const auto& c : plan.cases) all.push_back(c.id);
-  if (o.resume) say_resumed(o.reports, skip, all, results);
+  if (o.resume) say_resumed(o.reports, plan, skip, all, results);
   clear_records(plan, all, skip, results);
   const auto missing = ts::run_local(plan, units, skip, lo);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

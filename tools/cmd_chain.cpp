@@ -46,6 +46,7 @@ void add_common(CLI::App& app, Opts& o) {
 
 int run(Opts& o, bool search) {
   if (o.json.to_stdout() && o.html.to_stdout()) throw ts::InputError("at most one of --json/--html may go to stdout (-)");
+  ts::cli::refuse_repeats(o.candidates, "--candidate");
   const ts::ChainSet set = ts::open_chain_set(o.files);
   if (o.c.baseline.empty()) o.c.baseline = ts::sage2_default_spec();
   std::vector<std::string> texts =
@@ -91,10 +92,7 @@ ts::cli::Registration policy_reg{
       auto o = std::make_shared<Opts>();
       o->taus = {1.0, 1.3, 2.0};
       add_common(app, *o);
-      app.add_option("--tau", o->taus, "comma-separated thresholds")
-          ->delimiter(',')
-          ->capture_default_str()
-          ->check(ts::cli::finite_number());
+      ts::cli::add_number_list_option(app, "--tau", o->taus, "comma-separated thresholds");
       app.add_option("--backend", o->backend, "the routed backend kind taking tau (sol, sol_cuda)")->capture_default_str();
       app.add_option("--precision", o->precision, "its precision (bf16 | int8_qk | int8_qk_pv; empty: its default)")
           ->capture_default_str();

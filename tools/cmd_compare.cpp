@@ -101,9 +101,14 @@ int run(const Opts& o) {
   const ts::HeldTensor held_a = read(o.fixture, o.a), held_b = read(o.fixture, o.b);
   const ts::HeldTensor held_floor = o.floor.empty() ? ts::HeldTensor() : read(o.fixture, o.floor);
   const ts::TensorRef a = held_a.ref(), b = held_b.ref(), floor_t = held_floor.ref();
+  // Named here, with the file and both datasets: the metrics' own message knows neither.
+  if (a.shape() != b.shape())
+    throw ts::InputError(o.fixture + ": A " + dataset_of(o.fixture, o.a) + " is " + a.shape_string() + ", B " +
+                         dataset_of(o.fixture, o.b) + " is " + b.shape_string() +
+                         ": compare needs two tensors of one shape");
   if (!o.floor.empty() && floor_t.shape() != b.shape())
-    throw ts::InputError("--noise-floor " + o.floor + ": shape " + floor_t.shape_string() + " differs from B's " +
-                         b.shape_string());
+    throw ts::InputError(o.fixture + ": --noise-floor " + o.floor + ": shape " + floor_t.shape_string() +
+                         " differs from B's " + b.shape_string());
   // With a breakdown, its overall figures are these (the same pass, the same bits).
   const bool grouped = a.rank() == 3 && (o.breakdown || o.html.on());
   std::optional<ts::MetricBreakdown> br;

@@ -53,6 +53,7 @@ ts::GateRun run_fixture(const ts::GateFile& gate, const std::string& baseline, c
 int run(const Opts& o) {
   if (o.fixture.empty() == o.measurements.empty())
     throw ts::InputError("give exactly one of --fixture F or --measurements M.json");
+  ts::cli::refuse_repeats(o.candidates, "--candidate");
   const ts::GateFile gate = ts::load_gate(o.gate);
   const std::string baseline = o.baseline.empty() ? gate.baseline : o.baseline;
   int to_stdout = 0;

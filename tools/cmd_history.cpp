@@ -1,13 +1,17 @@
 // touchstone history DB: the recorded runs of a results store (--record DB on gate and sweep) as
 // series per candidate x fixture x gate x metric, with the changes found in each
 // (docs/history.md); --regressions makes it a CI check.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iostream>
 #include <memory>
 #include <regex>
+#include <set>
 
 #include "core/error.hpp"
+#include "core/suggest.hpp"
+#include "gates/metrics.hpp"
 #include "history/store.hpp"
 #include "report/history_report.hpp"
 #include "report/terminal.hpp"
@@ -42,6 +46,28 @@ std::string normalized_since(std::string s) {
   return s;
 }
 
+// A --metric nothing could ever match filtered every series away, and --regressions then
+// passed: a typo is bad input. Known: any gate metric, and any rule id or metric recorded.
+void check_metric(const ts::history::Store& store, const std::string& metric) {
+  std::vector<std::string> known = ts::gate_metric_names();
+  known.push_back("speedup");
+  std::set<std::string> recorded;
+  for (const auto& fig : ts::history::load_figures(store, {})) {
+    recorded.insert(fig.metric);
+    recorded.insert(fig.rule_id);
+  }
+  if (recorded.count(metric) || std::find(known.begin(), known.end(), metric) != known.end()) return;
+  std::vector<std::string> ids;
+  for (const auto& r : recorded)
+    if (std::find(known.begin(), known.end(), r) == known.end()) ids.push_back(r);
+  std::vector<std::string> all = known;
+  all.insert(all.end(), ids.begin(), ids.end());
+  throw ts::InputError("--metric '" + metric + "': no such metric or rule id (" + ts::did_you_mean(metric, all) +
+                       "metrics: " + ts::join_names(known) +
+                       (ids.empty() ? std::string("; no rule of another id is recorded")
+                                    : "; rule ids recorded: " + ts::join_names(ids)) + ")");
+}
+
 int run(const Opts& o) {
   if (o.min_change_opt && o.min_change_opt->count() && !o.regressions)
     throw ts::InputError("--min-change applies with --regressions");
@@ -55,6 +81,7 @@ int run(const Opts& o) {
   v.store = o.db;
   v.schema_version = store.schema_version();
   v.filters = f;
+  if (!f.metric.empty()) check_metric(store, f.metric);
   v.series = ts::history::build_series(ts::history::load_figures(store, f));
   const ts::history::StoredIds ids = ts::history::stored_ids(store);
   std::vector<std::string> digits;

@@ -3,6 +3,7 @@
 // kernels; with --gate every row judged by the gate engine, the block's per-stage chain, and
 // Markdown/HTML reports: the seed's table in one command (drivers/sweep.hpp).
 #include <iostream>
+#include <sstream>
 #include <memory>
 
 #include "core/error.hpp"
@@ -25,6 +26,13 @@ int run(const Opts& o) {
   int to_stdout = 0;
   for (const auto* t : {&o.json, &o.markdown, &o.html}) to_stdout += t->to_stdout();
   if (to_stdout > 1) throw ts::InputError("at most one of --json/--markdown/--html may go to stdout (-)");
+  if (o.s.stored != "auto" && o.s.stored != "none") {
+    std::vector<std::string> names;
+    std::stringstream in(o.s.stored);
+    for (std::string n; std::getline(in, n, ',');)
+      if (!n.empty()) names.push_back(n);
+    ts::cli::refuse_repeats(names, "--stored");
+  }
   if ((o.markdown.on() || o.html.on()) && o.s.gate.empty())
     throw ts::InputError("--markdown and --html need --gate (the reports show verdicts)");
   if (o.record.on() && o.s.gate.empty()) throw ts::InputError("--record needs --gate (the store keeps verdicts)");
@@ -49,10 +57,7 @@ ts::cli::Registration reg{
       s.baseline = ts::sage2_default_spec();
       app.add_option("fixture", o->fixture, "fixture file (HDF5)")->required();
       app.add_option("--backend", s.backend, "backend kind taking tau (sol, sol_cuda)")->capture_default_str();
-      app.add_option("--tau", s.taus, "comma-separated thresholds")
-          ->delimiter(',')
-          ->capture_default_str()
-          ->check(ts::cli::finite_number(true));
+      ts::cli::add_number_list_option(app, "--tau", s.taus, "comma-separated thresholds");
       app.add_option("--precision", s.precision, "bf16 | int8_qk | int8_qk_pv");
       app.add_option("--param", s.params, "extra backend knob key=value (repeatable)");
       app.add_option("--baseline", s.baseline, "backend spec the rows are compared with")->capture_default_str();

@@ -28,7 +28,7 @@ ts::cli::Registration reg{
       app.add_option("--exact", o->t.exact, "exact reference: auto, exact, exact_cuda or any spec (stored:exact)")
           ->capture_default_str();
       app.add_option("--against", o->t.against, "another version of the kernel: where the two differ, which is closer to exact");
-      app.add_option("--top", o->t.top, "worst elements and cells listed")->capture_default_str();
+      app.add_option("--top", o->t.top, "worst elements and cells listed")->capture_default_str()->check(ts::cli::integer_in(1, 1000000));
       app.add_flag("--no-decompose", o->no_decompose, "skip the emulation's variants (sol: dense and no-compensation "
                                                        "runs; sage2: one quantiser off at a time)");
       app.add_flag("--allow-slow", o->t.allow_slow, "start a CPU run estimated over the limit anyway");

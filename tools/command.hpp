@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <vector>
 
 namespace ts::cli {
 
@@ -43,8 +44,9 @@ CLI::Option* add_report_option(CLI::App& app, const std::string& flag, ReportTar
 // fixture, with its own --force). add_json_option and add_report_option mark theirs.
 void mark_output(CLI::Option* option, bool report);
 // Before any work: an output that is also one of the command's inputs, the
-// same file as another output, or (for a report) an existing HDF5 file is
-// refused with an InputError; nothing already on disk is lost.
+// same file as another output, a file a fixture owns beside itself (its lock,
+// its outputs folder: fixture_owned_file), or (for a report) an existing HDF5
+// file is refused with an InputError; nothing already on disk is lost.
 void check_outputs(const CLI::App& command);
 // Checks of numeric options that name what is wrong ("'5abc' is not a whole number", "-1 is
 // out of range: expected 1 to 1000"); hi defaults to no upper bound.
@@ -53,6 +55,12 @@ CLI::Validator number_at_least(double lo, bool strictly = false);
 // Any finite number; an empty value (--tau "") is refused. list: each item of
 // a comma-separated list (sweep --tau 1,2), as the empty value's message says.
 CLI::Validator finite_number(bool list = false);
+// A list of numbers (--tau 1,1.3,2; repeatable): each item a finite number, no empty item
+// ("1,,2") and no value twice, checked as the command line is parsed.
+CLI::Option* add_number_list_option(CLI::App& app, const std::string& flag, std::vector<double>& target,
+                                    const std::string& help);
+// InputError naming the first value of a list option (--candidate, --stored) given twice.
+void refuse_repeats(const std::vector<std::string>& values, const std::string& flag);
 // --seed, alike in every command: a whole number 0 .. 2^63 - 1 (unchecked, CLI11 read -5 as 2^64 - 5).
 CLI::Option* add_seed_option(CLI::App& app, uint64_t& seed, const std::string& what);
 // "Example:" lines under a subcommand's --help.

@@ -6,7 +6,10 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
+#include <sstream>
+#include <vector>
 
+#include "core/error.hpp"
 #include "tools/command.hpp"
 
 namespace ts::cli {
@@ -71,6 +74,48 @@ CLI::Validator finite_number(bool list) {
 
 CLI::Option* add_seed_option(CLI::App& app, uint64_t& seed, const std::string& what) {
   return app.add_option("--seed", seed, what)->capture_default_str()->check(integer_in(0));
+}
+
+CLI::Option* add_number_list_option(CLI::App& app, const std::string& flag, std::vector<double>& target,
+                                    const std::string& help) {
+  std::ostringstream shown_default;
+  for (size_t i = 0; i < target.size(); ++i) shown_default << (i ? "," : "") << target[i];
+  // The raw values, split here: CLI11's own delimiter drops the empty item of "1,,2".
+  return app
+      .add_option_function<std::vector<std::string>>(
+          flag,
+          [&target, flag](const std::vector<std::string>& raw) {
+            std::vector<double> out;
+            for (const auto& text : raw) {
+              if (text.empty()) throw CLI::ValidationError(flag, "empty: expected numbers separated by commas");
+              size_t at = 0;
+              while (true) {
+                const size_t comma = text.find(',', at);
+                const std::string item = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+                if (item.empty())
+                  throw CLI::ValidationError(flag, shown(text) + ": an empty item: expected numbers separated by commas");
+                const auto x = finite(item);
+                if (!x) throw CLI::ValidationError(flag, shown(item) + " is not a finite number");
+                // The same value twice would be a row (a schedule) run and listed twice.
+                for (double seen : out)
+                  if (seen == *x) throw CLI::ValidationError(flag, item + " given twice");
+                out.push_back(*x);
+                if (comma == std::string::npos) break;
+                at = comma + 1;
+              }
+            }
+            target = out;
+          },
+          help)
+      ->type_name("LIST")
+      ->default_str(shown_default.str());
+}
+
+void refuse_repeats(const std::vector<std::string>& values, const std::string& flag) {
+  for (size_t i = 0; i < values.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (values[i] == values[j])
+        throw InputError(flag + " " + values[i] + " given twice: each is judged once (give it once)");
 }
 
 }  // namespace ts::cli

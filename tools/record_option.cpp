@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "core/error.hpp"
+#include "tools/command.hpp"
 #ifdef TOUCHSTONE_HAVE_HISTORY
 #include "history/store.hpp"
 #endif
@@ -37,9 +38,11 @@ void RecordTarget::record(const GateRun& run) const {
 }
 
 void add_record_options(CLI::App& app, RecordTarget& target) {
-  app.add_option("--record", target.db,
-                 "append the run to this results store (SQLite, created when absent; one row per candidate; "
-                 "read it with touchstone history DB)");
+  // An output, so that no report of the same command is written over the store.
+  mark_output(app.add_option("--record", target.db,
+                             "append the run to this results store (SQLite, created when absent; one row per "
+                             "candidate; read it with touchstone history DB)"),
+              false);
   app.add_option("--commit", target.commit,
                  "with --record, the commit of the kernel under test (default: env TOUCHSTONE_COMMIT, else git "
                  "rev-parse HEAD of the working directory)");

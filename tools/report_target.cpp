@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/write_file.hpp"
+#include "fixtures/fixture.hpp"
 #include "kernels_under_test/registry.hpp"
 #include "tools/command.hpp"
 
@@ -121,6 +122,9 @@ void check_outputs(const CLI::App& command) {
       if (fs::weakly_canonical(path, ec) == fs::weakly_canonical(given[j].second, ec))
         throw InputError(flag_of(o) + " " + path + " is also " + flag_of(given[j].first) +
                          ": one file cannot hold both outputs");
+    if (const std::string owned = fixture_owned_file(path); !owned.empty())
+      throw InputError(flag_of(o) + " " + path + " is " + owned + ": refusing to write over it; write the " +
+                       (outputs()[o] ? "report" : "output") + " elsewhere");
     if (!fs::exists(path, ec)) continue;
     for (const auto& [in, v] : inputs) {
       const std::string file = file_of(v);

@@ -98,24 +98,36 @@ def _parser():
     r.add_argument("--compress", action="store_true", help="shuffle + deflate the added datasets")
     r.add_argument("--json", action="store_true")
 
-    n = sub.add_parser("from-npz", help="a fixture from an .npz holding q, k, v",
-                       formatter_class=_formatter(columns),
-                       description="Writes a fixture from an .npz with arrays q, k, v (and "
-                                   "optionally observed, positions) in --layout.")
-    n.add_argument("npz")
+    n = sub.add_parser(
+        "from-npz", help="a fixture from an .npz holding q, k, v",
+        formatter_class=_formatter(columns),
+        description=_prose(
+            columns,
+            "Writes a fixture from an .npz with arrays q, k, v (and optionally observed, "
+            "positions) in --layout, of a float element type (float16, bfloat16 as uint16 bits "
+            "with --bf16-bits, float32, float64; integer arrays are refused, as fixture validate "
+            "refuses them). The output is never the .npz or --config itself."),
+        epilog="example:\n"
+               "  " + PROG + " from-npz captured.npz -o block3.h5 --model wan2.1 \\\n"
+               "      --layout BHSD --block-index 3 --step 10\n"
+               "  touchstone fixture validate block3.h5")
+    n.add_argument("npz", help="the .npz file: arrays q, k, v [, observed, positions]")
     n.add_argument("--config", help="JSON file with the /config attributes (default: an "
                                     "attention-only config from the shapes)")
-    n.add_argument("-o", "--output", required=True)
-    n.add_argument("--model", required=True)
-    n.add_argument("--layout", default="SHD", choices=("SHD", "BSHD", "BHSD"))
-    n.add_argument("--source", default="captured", choices=("captured", "synthetic"))
-    n.add_argument("--block-index", type=int, default=0)
-    n.add_argument("--step", type=int, default=0)
-    n.add_argument("--seed", type=int, default=0)
-    n.add_argument("--resolution", type=int, nargs=2, default=(0, 0), metavar=("W", "H"))
-    n.add_argument("--frames", type=int, default=0)
+    n.add_argument("-o", "--output", required=True, help="the fixture to write (HDF5)")
+    n.add_argument("--model", required=True, help="the model the tensors come from (root attribute)")
+    n.add_argument("--layout", default="SHD", choices=("SHD", "BSHD", "BHSD"),
+                   help="of q, k, v and observed (default SHD: [S, H, D]; batched: sequence 0)")
+    n.add_argument("--source", default="captured", choices=("captured", "synthetic"),
+                   help="default captured")
+    n.add_argument("--block-index", type=int, default=0, help="the block captured (default 0)")
+    n.add_argument("--step", type=int, default=0, help="the denoising step captured (default 0)")
+    n.add_argument("--seed", type=int, default=0, help="the generation's seed (default 0)")
+    n.add_argument("--resolution", type=int, nargs=2, default=(0, 0), metavar=("W", "H"),
+                   help="the video's width and height (default 0 0: not given)")
+    n.add_argument("--frames", type=int, default=0, help="the video's frame count (default 0: not given)")
     n.add_argument("--bf16-bits", action="store_true", help="uint16 arrays hold bfloat16 bits")
-    n.add_argument("--compress", action="store_true")
+    n.add_argument("--compress", action="store_true", help="shuffle + deflate the datasets")
     n.add_argument("--force", action="store_true",
                    help="replace an existing fixture (with every output it holds)")
     n.add_argument("--allow-nonfinite", action="store_true",
@@ -176,6 +188,11 @@ def _from_npz(a):
     from .layouts import to_shd
     from .schema import attention_config, full_config
 
+    # Before anything is read: the fixture written over its own .npz or --config loses it.
+    for flag, given in (("the .npz ", a.npz), ("--config ", a.config)):
+        if given and os.path.exists(a.output) and os.path.exists(given) and os.path.samefile(a.output, given):
+            raise CaptureError(f"-o {a.output} is also an input ({flag}{given}): refusing to overwrite "
+                               "it; write the output elsewhere")
     try:
         data = np.load(a.npz, allow_pickle=False)
     except (ValueError, OSError, EOFError) as e:
@@ -201,7 +218,10 @@ def _from_npz(a):
         if not isinstance(config, dict):
             raise CaptureError(f"--config {a.config}: expected a JSON object of /config attributes")
     else:
-        config = attention_config(*to_shd(data["q"], a.layout, 0, "q").shape)
+        try:
+            config = attention_config(*to_shd(data["q"], a.layout, 0, "q").shape)
+        except CaptureError as e:
+            raise CaptureError(f"{a.npz}: {e}") from None
     try:
         config = full_config(config)
     except CaptureError as e:
@@ -218,6 +238,11 @@ def _from_npz(a):
         raise FixtureExists(e.path, "--force") from None
     except NonFiniteInput as e:
         raise NonFiniteInput(e.path, e.where, e.count, e.first, "--allow-nonfinite") from None
+    except CaptureError as e:
+        # A shape or element type of one of the arrays: which file holds it.
+        if str(e).startswith(("/attention/", "/block/")):
+            raise CaptureError(f"{a.npz}: {e}") from None
+        raise
     print(f"wrote {a.output}")
     return 0
 

@@ -307,7 +307,8 @@ def write_fixture(path, q, k, v, config, *, model, source="captured", block_inde
     relative to /block ("x", "weights/w_qkv", "stages/norm1", ...). An existing file at `path`
     is replaced only with replace=True (it would take every output it holds with it). A NaN or
     Inf in q, k, v or observed is refused as `touchstone fixture validate` refuses it, unless
-    allow_nonfinite=True (what --allow-nonfinite accepts there)."""
+    allow_nonfinite=True (what --allow-nonfinite accepts there); so is an integer q, k, v or
+    observed (validate takes float types only)."""
     c = full_config(config)
     S, H, D = tokens(c), c["heads"], c["head_dim"]
     qkv = {"q": q, "k": k, "v": v}
@@ -320,6 +321,12 @@ def write_fixture(path, q, k, v, config, *, model, source="captured", block_inde
         raise CaptureError("source must be 'synthetic' or 'captured'")
     _check_meta(block_index=block_index, step=step, seed=seed, frames=frames, resolution=resolution)
     stored = {name: storage.to_storage(t, bf16_bits) for name, t in qkv.items()}
+    for name, (_, kind) in stored.items():
+        # validate's rule for the attention inputs: what this writes must be what it accepts.
+        if kind not in tables.FLOAT_DTYPES:
+            raise CaptureError(f"/attention/{name}: element type {kind}, expected one of "
+                               f"{', '.join(sorted(tables.FLOAT_DTYPES))} (convert it first, e.g. "
+                               "x.astype(numpy.float32))")
     if not allow_nonfinite:
         for name, (a, kind) in stored.items():
             _refuse_nonfinite(path, f"/attention/{name}", a, kind)

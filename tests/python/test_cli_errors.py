@@ -106,3 +106,59 @@ def test_write_fixture_refuses_a_bfloat16_nan_in_python_words(tmp_path):
         write_fixture(tmp_path / "f.h5", bits, bits, bad, attention_config(64, 2, 16),
                       model="m", bf16_bits=True)
     assert not (tmp_path / "f.h5").exists()
+
+
+def test_from_npz_never_writes_over_its_own_npz_or_config(tmp_path):
+    import numpy as np
+
+    npz = tmp_path / "a.npz"
+    x = np.zeros((64, 2, 16), dtype=np.float32)
+    np.savez(npz, q=x, k=x, v=x)
+    before = npz.read_bytes()
+    r = python_module("from-npz", npz, "-o", npz, "--model", "m", "--force")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert f"-o {npz} is also an input (the .npz {npz})" in r.stderr, r.stderr
+    assert npz.read_bytes() == before
+    cfg = tmp_path / "c.json"
+    cfg.write_text('{"heads": 2, "head_dim": 16, "tokens": 64}')
+    r = python_module("from-npz", npz, "-o", cfg, "--model", "m", "--force", "--config", cfg)
+    assert r.returncode == 2 and f"is also an input (--config {cfg})" in r.stderr, r.stderr
+    assert cfg.read_text() == '{"heads": 2, "head_dim": 16, "tokens": 64}'
+
+
+def test_from_npz_refuses_an_integer_input_that_validate_would_refuse(tmp_path, ts):
+    import numpy as np
+
+    x = np.ones((64, 2, 16), dtype=np.float32)
+    np.savez(tmp_path / "int.npz", q=x.astype(np.int32), k=x, v=x)
+    out = tmp_path / "f.h5"
+    r = python_module("from-npz", tmp_path / "int.npz", "-o", out, "--model", "m")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert f"{tmp_path / 'int.npz'}: /attention/q: element type int32, expected one of" in r.stderr, r.stderr
+    assert not out.exists()
+    np.savez(tmp_path / "half.npz", q=x.astype(np.float16), k=x, v=x)
+    assert python_module("from-npz", tmp_path / "half.npz", "-o", out, "--model", "m").returncode == 0
+    ts("fixture", "validate", out)
+
+
+def test_from_npz_shape_errors_name_the_npz(tmp_path):
+    import numpy as np
+
+    x = np.zeros((64, 2, 16), dtype=np.float32)
+    npz = tmp_path / "short.npz"
+    np.savez(npz, q=x, k=x[:32], v=x)
+    r = python_module("from-npz", npz, "-o", tmp_path / "f.h5", "--model", "m")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert f"{npz}: /attention/k: shape (32, 2, 16), expected (64, 2, 16)" in r.stderr, r.stderr
+    np.savez(tmp_path / "flat.npz", q=x[0], k=x, v=x)
+    r = python_module("from-npz", tmp_path / "flat.npz", "-o", tmp_path / "f.h5", "--model", "m")
+    assert r.returncode == 2 and f"{tmp_path / 'flat.npz'}: q: shape (2, 16) is not SHD" in r.stderr, r.stderr
+    assert not (tmp_path / "f.h5").exists()
+
+
+def test_from_npz_help_gives_defaults_and_an_example():
+    r = python_module("from-npz", "--help")
+    assert r.returncode == 0, r.stderr
+    for want in ("(default SHD", "(default 0)", "default captured", "example:\n",
+                 "from-npz captured.npz -o block3.h5", "integer arrays are refused"):
+        assert want in r.stdout, (want, r.stdout)

@@ -34,7 +34,12 @@ TEST_CASE("backend spec errors name the key") {
   expect([] {
     auto p = ts::BackendParams::parse("sol:tau=nan");
     p.get_double("tau", 0);
-  }, "not a number");
+  }, "tau=nan is not a finite number");
+  for (const char* spec : {"sol:tau=inf", "sol:tau=-Infinity", "sol:tau=1e999"})
+    expect([spec] {
+      auto p = ts::BackendParams::parse(spec);
+      p.get_double("tau", 0);
+    }, "is not a ");
   expect([] {
     auto p = ts::BackendParams::parse("sol:tua=1");
     p.get_double("tau", 0);

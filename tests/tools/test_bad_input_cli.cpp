@@ -233,3 +233,51 @@ TEST_CASE("bad input: demo --keep never replaces a fixture already kept there") 
   CHECK(fs::file_size(kept) == size);
   CHECK(cli("fixture validate " + kept).code == 0);
 }
+
+TEST_CASE("bad input: history --metric that no gate metric or recorded rule id is names what is known") {
+  const std::string db = dir() + "/bad_input_metric.db";
+  fs::remove(db);
+  REQUIRE(cli("gate --gate bit_exact --fixture " + tiny() + " --candidate sage2 --record " + db).code == 0);
+  bad_input(cli("history " + db + " --regressions --metric rel_l3"),
+            "--metric 'rel_l3': no such metric or rule id (did you mean 'rel_l2'? metrics: rel_l2, cosine,");
+  bad_input(cli("history " + db + " --metric typo"), "rule ids recorded: bit_exact, finite)");
+  // A gate metric nothing recorded, and a rule id that is no metric name, are filters.
+  CHECK(cli("history " + db + " --regressions --metric cosine").code == 0);
+  const Result by_id = cli("history " + db + " --metric finite");
+  INFO(by_id.out << by_id.err);
+  CHECK(by_id.code == 0);
+}
+
+TEST_CASE("bad input: a backend parameter of inf or nan is not a finite number") {
+  for (const std::string spec : {"sol:tau=inf", "sol:tau=-inf", "sol:tau=nan"})
+    bad_input(cli("gate --gate bit_exact --fixture " + tiny() + " --candidate " + spec),
+              "backend '" + spec + "': tau=" + spec.substr(8) + " is not a finite number");
+}
+
+TEST_CASE("bad input: triage --top below 1 is out of range, not a wrapped-around count") {
+  bad_input(cli("triage " + tiny() + " --candidate sage2 --top -1"), "--top: -1 is out of range: expected 1 to 1000000");
+  bad_input(cli("triage " + tiny() + " --candidate sage2 --top 0"), "--top: 0 is out of range");
+}
+
+TEST_CASE("bad input: a list with an empty item or a value given twice names it") {
+  bad_input(cli("sweep " + tiny() + " --tau 1,,2"), "--tau: '1,,2': an empty item: expected numbers separated by commas");
+  bad_input(cli("sweep " + tiny() + " --tau 1,"), "an empty item");
+  bad_input(cli("sweep " + tiny() + " --tau 1.3,2,1.30"), "--tau: 1.30 given twice");
+  bad_input(cli("sweep " + tiny() + " --tau 1 --tau 1"), "--tau: 1 given twice");
+  bad_input(cli("policy " + tiny() + " --tau 1,,2"), "an empty item");
+  bad_input(cli("sweep " + tiny() + " --tau 1 --stored exact,exact"), "--stored exact given twice");
+  bad_input(cli("gate --gate bit_exact --fixture " + tiny() + " --candidate sage2 --candidate sage2"),
+            "--candidate sage2 given twice");
+  bad_input(cli("chain " + tiny() + " --candidate sage2 -c sage2"), "--candidate sage2 given twice");
+  // Lists that are fine still are.
+  const Result ok = cli("sweep " + tiny() + " --tau 1,1.3 --tau 2 --json");
+  INFO(ok.err);
+  CHECK(ok.code == 0);
+  CHECK(nlohmann::json::parse(ok.out)["rows"].size() >= 3);
+}
+
+TEST_CASE("bad input: compare of two shapes names the file and both datasets") {
+  bad_input(cli("compare " + tiny() + " /block/positions exact"),
+            tiny() + ": A /block/positions is [72, 3], B /outputs/exact/attention is [72, 2, 32]: compare needs two "
+            "tensors of one shape");
+}

@@ -110,7 +110,7 @@ TEST_CASE("touchstone batch: bad plans exit 2 with one line naming the JSON path
       {R"({"schema": "touchstone.plan/1", "fixtures": ["fx0.h5"], "gates": ["bit_exact"], "candidates": ["sage2"], "extra": 1})",
        "extra"},
       {R"({"schema": "touchstone.plan/1", "fixtures": ["fx0.h5"], "gates": ["bit_exact"], "candidates": ["sage2"],
-           "options": {"pairs": 0}})",
+           "options": {"pairs": -1}})",
        "$.options.pairs"},
       {R"({"schema": "touchstone.plan/1", "fixtures": ["fx0.h5"], "gates": ["bit_exact"], "candidates": ["stored:absent"]})",
        "$.candidates[0]"},
@@ -374,4 +374,64 @@ TEST_CASE("touchstone batch: every group of its plan is checked before any worke
   CHECK(r.err.find("unknown backend 'nope'") != std::string::npos);
   CHECK_FALSE(fs::exists(report));
   CHECK_FALSE(fs::exists(d + "/bad-plan.results"));
+}
+
+TEST_CASE("touchstone batch --resume judges again a case whose fixture, its outputs or its gate file changed") {
+  const std::string d = plan_dir();
+  const std::string f = d + "/resume-fx.h5";
+  REQUIRE(cli("fixture synth --preset tiny --seed 21 -o " + f + " --force").code == 0);
+  const std::string gate = write_plan("resume-gate.json", read_file(std::string(TOUCHSTONE_SOURCE_DIR) + "/gates/bit_exact.json"));
+  const std::string p = write_plan("resume.json", R"({"schema": "touchstone.plan/1", "fixtures": ["resume-fx.h5"],
+    "gates": ["resume-gate.json"], "candidates": ["sage2", "sol:tau=1.3"]})");
+  const std::string results = " --results " + d + "/resume.results";
+  REQUIRE(cli("batch " + p + results).code == 1);  // sol is no bit-exact copy of sage2
+  const Result same = cli("batch " + p + results + " --resume");
+  INFO(same.out << same.err);
+  CHECK(same.code == 1);
+  CHECK(same.out.find("--resume kept 2 of 2 cases (judged already in ") != std::string::npos);
+  CHECK(same.out.find("); running the other 0\n") != std::string::npos);
+
+  // A gate file loosened since: its verdicts are not the old ones.
+  std::string text = read_file(gate);
+  const std::string strict = R"("max": 0})";
+  REQUIRE(text.find(strict) != std::string::npos);
+  text.replace(text.find(strict), strict.size(), R"("max": 1e9})");
+  std::ofstream(gate) << text;
+  const Result loosened = cli("batch " + p + results + " --resume");
+  INFO(loosened.out << loosened.err);
+  CHECK(loosened.code == 0);
+  CHECK(loosened.out.find("--resume kept 0 of 2 cases") != std::string::npos);
+  CHECK(loosened.out.find("running the other 2 (2 of them judged before their fixture, its outputs or their gate "
+                          "file changed)\n") != std::string::npos);
+
+  // Other inputs under the same name.
+  REQUIRE(cli("fixture synth --preset tiny --seed 22 -o " + f + " --force").code == 0);
+  const Result refixtured = cli("batch " + p + results + " --resume");
+  INFO(refixtured.out << refixtured.err);
+  CHECK(refixtured.out.find("--resume kept 0 of 2 cases") != std::string::npos);
+  CHECK(cli("batch " + p + results + " --resume").out.find("--resume kept 2 of 2 cases") != std::string::npos);
+
+  // An output written beside the fixture (a stored candidate or exact reference may read it).
+  REQUIRE(cli("reference " + f + " --backend exact").code == 0);
+  const Result output = cli("batch " + p + results + " --resume");
+  INFO(output.out << output.err);
+  CHECK(output.out.find("--resume kept 0 of 2 cases") != std::string::npos);
+}
+
+TEST_CASE("touchstone batch: options.pairs 0 means what gate --pairs 0 does") {
+  const std::string d = plan_dir();
+  const std::string p = write_plan("pairs0.json", R"({"schema": "touchstone.plan/1", "fixtures": ["fx0.h5"],
+    "gates": ["sparse_acceptance"], "candidates": ["sol:tau=1.3"], "options": {"pairs": 0}})");
+  const Result b = cli("batch " + p + " --results " + d + "/pairs0.results --json " + d + "/pairs0-report.json");
+  INFO(b.out << b.err);
+  REQUIRE(b.code == 1);
+  const Result g = cli("gate --gate sparse_acceptance --fixture " + d + "/fx0.h5 --candidate sol:tau=1.3 --pairs 0 --json");
+  REQUIRE(g.code == 1);
+  const auto from_batch = normalised(d + "/pairs0-report.json")["runs"][0]["candidates"][0];
+  const auto from_gate = nlohmann::json::parse(g.out)["candidates"][0];
+  CHECK(from_batch["verdict"] == from_gate["verdict"]);
+  CHECK(from_batch["rules"].size() == from_gate["rules"].size());
+  for (size_t i = 0; i < from_gate["rules"].size(); ++i)
+    CHECK(from_batch["rules"][i]["status"] == from_gate["rules"][i]["status"]);
+  CHECK(from_gate["rules"][1]["status"] == "missing");  // the speed rule: nothing was timed
 }

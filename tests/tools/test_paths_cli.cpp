@@ -100,6 +100,49 @@ TEST_CASE("paths: --record creates no results store for a run refused as bad inp
   CHECK_FALSE(fs::exists(db));
 }
 
+TEST_CASE("paths: no output is written over a fixture's stored output, its outputs folder or its lock") {
+  const std::string f = tiny("owned");
+  REQUIRE(cli("reference " + f + " --backend exact").code == 0);
+  const std::string exact = f + ".outputs/exact.h5";
+  const std::string exact_before = ts::test::read_file(exact);
+  bad_input(cli("fixture extract " + f + " --heads 0 -o " + exact + " --force"),
+            "--output " + exact + " is in the outputs folder of fixture ");
+  bad_input(cli("fixture extract " + f + " --heads 0 -o " + f + ".outputs/new.h5"), "in the outputs folder of fixture");
+  CHECK_FALSE(fs::exists(f + ".outputs/new.h5"));
+  // A report over the lock would let a second writer in while the first holds it.
+  const std::string lock = f + ".lock";
+  bad_input(cli("gate --gate sage_compat --fixture " + f + " --candidate exact --json " + lock),
+            "--json " + lock + " is the writers' lock of fixture ");
+  CHECK_FALSE(fs::exists(lock));
+  std::ofstream(lock) << "";
+  bad_input(cli("gate --gate sage_compat --fixture " + f + " --candidate exact --html " + lock),
+            "is the writers' lock of fixture");
+  CHECK(ts::test::read_file(lock).empty());
+  fs::remove(lock);
+  // Of a fixture the command does not read, too.
+  const std::string other = tiny("owned_other");
+  bad_input(cli("gate --gate sage_compat --fixture " + f + " --candidate exact --markdown " + other + ".lock"),
+            "is the writers' lock of fixture");
+  CHECK(ts::test::read_file(exact) == exact_before);
+  CHECK(cli("fixture validate " + f + " --outputs").code == 0);
+  // A name that only looks like one, beside no fixture, is an ordinary output.
+  CHECK(cli("gate --gate sage_compat --fixture " + f + " --candidate exact --json " + dir() + "/notes.lock").code == 0);
+}
+
+TEST_CASE("paths: a report never written over the results store the same command records to") {
+  const std::string f = tiny("record_same");
+  const std::string db = dir() + "/same.db";
+  fs::remove(db);
+  bad_input(cli("gate --gate sage_compat --fixture " + f + " --candidate exact --record " + db + " --json " + db),
+            "one file cannot hold both outputs");
+  CHECK_FALSE(fs::exists(db));
+  REQUIRE(cli("gate --gate sage_compat --fixture " + f + " --candidate exact --record " + db).code == 0);
+  const std::string before = ts::test::read_file(db);
+  bad_input(cli("gate --gate sage_compat --fixture " + f + " --candidate exact --record " + db + " --html " + db),
+            "refusing to overwrite it");
+  CHECK(ts::test::read_file(db) == before);
+}
+
 TEST_CASE("paths: a report never replaces a results store or the journal SQLite recovers it from") {
   const std::string f = tiny("record_kept");
   const std::string db = dir() + "/kept.db";
