@@ -448,7 +448,8 @@ std::string run_section(const GateRun& run, const std::string& anchor) {
     << context_rows(run.context) << "</table>\n";
 
   o << "<h2>Summary</h2>\n<p>" << counts.text(false) << "; exit code " << run.exit_code() << "</p>\n";
-  o << "<table class=\"summary\">\n<tr><th>candidate</th>";
+  // Wider than the page (many rules, a narrow window): it scrolls in its own box, nothing is cut.
+  o << "<div class=\"wide\"><table class=\"summary\">\n<tr><th>candidate</th>";
   for (const auto& col : run.columns) o << "<th>" << esc(col) << "</th>";
   // A rule's column is headed by its id, the metric and bound below it in
   // small type, so that a gate of eight rules wraps within the page.
@@ -477,7 +478,7 @@ std::string run_section(const GateRun& run, const std::string& anchor) {
     }
     o << "<td>" << badge(c.verdict) << "</td></tr>\n";
   }
-  o << "</table>\n";
+  o << "</table></div>\n";
 
   o << pareto_section(run);
   if (!run.candidates.empty()) {

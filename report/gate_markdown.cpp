@@ -73,10 +73,7 @@ std::string render_markdown(const GateRun& run) {
     if (!any) out << "\n";
     any = true;
     out << "- **" << verdict_name(c.verdict) << "** `" << md(c.candidate) << "`:";
-    for (const auto& o : c.outcomes)
-      if (o.status == RuleStatus::fail || o.status == RuleStatus::inconclusive ||
-          (o.status == RuleStatus::missing && !o.optional))
-        out << " " << md(o.id) << ": " << md(o.message) << ";";
+    for (const auto& e : explained_rules(c)) out << " " << md(e.ids) << ": " << md(e.message) << ";";
     for (const auto& n : c.notes) out << " _" << md(n) << "_;";
     if (!c.repro.empty()) out << " repro: `" << c.repro << "`";
     out << "\n";

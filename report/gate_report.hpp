@@ -43,6 +43,14 @@ inline const std::string& shown_value(const CandidateVerdict& c, size_t i) {
 // table fits, else each candidate in a block of its own (a gate of many rules);
 // long lines are wrapped, repro lines with a shell continuation. Without a
 // width: terminal_width() (report/terminal.hpp).
+// What a report says of a candidate's failing, open and missing rules, in rule order: one line each,
+// except that the rules a NaN failed (NaN never passes) are named together in one line when
+// finite_guard reports the count itself, so a NaN is said once, not once a rule.
+struct ExplainedRule {
+  std::string ids, status, message;
+};
+std::vector<ExplainedRule> explained_rules(const CandidateVerdict& c);
+
 std::string render_terminal(const GateRun& run);
 std::string render_terminal(const GateRun& run, int width);
 std::string render_json(const GateRun& run);

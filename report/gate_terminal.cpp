@@ -115,18 +115,7 @@ bool failed_for_nonfinite(const RuleOutcome& o) {
 }
 
 void details(std::ostream& out, const GateRun& run, const CandidateVerdict& c, size_t width) {
-  // A NaN is said once: the rules it fails are named in one line, finite_guard gives the count.
-  const bool guard_failed = std::any_of(c.outcomes.begin(), c.outcomes.end(), [](const RuleOutcome& o) {
-    return o.builtin && o.id == "finite_guard" && o.status == RuleStatus::fail;
-  });
-  std::string nonfinite;
-  for (const auto& o : c.outcomes)
-    if (guard_failed && failed_for_nonfinite(o)) nonfinite += (nonfinite.empty() ? "" : ", ") + o.id;
-  if (!nonfinite.empty())
-    wrapped(out, "  " + nonfinite + " [fail]: the candidate's non-finite values (finite_guard below)", width, 6);
-  for (const auto& o : c.outcomes)
-    if (shown_detail(o) && !(guard_failed && failed_for_nonfinite(o)))
-      wrapped(out, "  " + o.id + " [" + rule_status_name(o.status) + "]: " + o.message, width, 6);
+  for (const auto& e : explained_rules(c)) wrapped(out, "  " + e.ids + " [" + e.status + "]: " + e.message, width, 6);
   for (const auto& n : c.notes) wrapped(out, "  note: " + n, width, 6);
   const auto& speed = c.details.contains("speed") ? c.details["speed"] : nlohmann::json();
   if (speed.is_object() && speed.contains("other_levels") && !speed["other_levels"].empty()) {
@@ -219,6 +208,21 @@ std::string blocks(const GateRun& run, size_t width) {
 }
 
 }  // namespace
+
+std::vector<ExplainedRule> explained_rules(const CandidateVerdict& c) {
+  const bool guard_failed = std::any_of(c.outcomes.begin(), c.outcomes.end(), [](const RuleOutcome& o) {
+    return o.builtin && o.id == "finite_guard" && o.status == RuleStatus::fail;
+  });
+  std::vector<ExplainedRule> out;
+  std::string nonfinite;
+  for (const auto& o : c.outcomes)
+    if (guard_failed && failed_for_nonfinite(o)) nonfinite += (nonfinite.empty() ? "" : ", ") + o.id;
+  if (!nonfinite.empty()) out.push_back({nonfinite, "fail", "the candidate's non-finite values (finite_guard below)"});
+  for (const auto& o : c.outcomes)
+    if (shown_detail(o) && !(guard_failed && failed_for_nonfinite(o)))
+      out.push_back({o.id, std::string(rule_status_name(o.status)), o.message});
+  return out;
+}
 
 int terminal_width() {
   // COLUMNS first, as the shell's tools read it (a script may set it for a

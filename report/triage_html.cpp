@@ -15,8 +15,8 @@ std::string render_triage_html(const nlohmann::json& r) {
   std::ostringstream o;
   const std::string title = "touchstone triage " + r["candidate"]["spec"].get<std::string>();
   o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" << markup_escape(title)
-    << "</title>\n<style>body{font-family:sans-serif;margin:1.5em;max-width:80em}pre{white-space:pre-wrap;"
-       "background:#f6f6f6;padding:.6em}svg{display:block;margin:.4em 0 1.2em}h2{border-bottom:1px solid #ccc}"
+    << "</title>\n<style>body{font-family:sans-serif;margin:1.5em;max-width:80em}pre{white-space:pre;overflow-x:auto;"
+       "background:#f6f6f6;padding:.6em}svg{display:block;margin:.4em 0 1.2em}div.wide{max-width:100%;overflow-x:auto}h2{border-bottom:1px solid #ccc}"
        "</style></head><body>\n<h1>" << markup_escape(title) << "</h1>\n";
   o << "<p>fixture <code>" << markup_escape(r["fixture"].get<std::string>()) << "</code>, shape "
     << markup_escape(r["shape"].get<std::string>()) << ", baseline <code>" << markup_escape(r["baseline"]["spec"].get<std::string>())
@@ -44,10 +44,15 @@ std::string render_triage_html(const nlohmann::json& r) {
   auto maps = [&](const nlohmann::json& list, const std::string& who, const Scales& scales) {
     for (const auto& m : list) {
       const auto& sc = scales.at(m["name"].get<std::string>());
-      o << heatmap_svg(who + ": rel_l2 " + m["name"].get<std::string>(), m["row_axis"].get<std::string>(),
-                       m["col_axis"].get<std::string>(), m["rows"], m["cols"], m["rel_l2"], sc.first);
-      o << heatmap_svg(who + ": gain " + m["name"].get<std::string>(), m["row_axis"].get<std::string>(),
-                       m["col_axis"].get<std::string>(), m["rows"], m["cols"], m["gain"], sc.second);
+      // A map wider than the window scrolls in its own box (a frame x tile map of block24 is
+      // wider than any screen); the page's text keeps its width.
+      o << "<div class=\"wide\">"
+        << heatmap_svg(who + ": rel_l2 " + m["name"].get<std::string>(), m["row_axis"].get<std::string>(),
+                       m["col_axis"].get<std::string>(), m["rows"], m["cols"], m["rel_l2"], sc.first)
+        << "</div>\n<div class=\"wide\">"
+        << heatmap_svg(who + ": gain " + m["name"].get<std::string>(), m["row_axis"].get<std::string>(),
+                       m["col_axis"].get<std::string>(), m["rows"], m["cols"], m["gain"], sc.second)
+        << "</div>\n";
     }
   };
   std::vector<std::pair<const nlohmann::json*, std::string>> compared = {{&r["maps"]["candidate"], "the candidate's"},

@@ -109,6 +109,18 @@ TEST_CASE("terminal report: a NaN in the candidate is reported once, the rules i
   CHECK(r.out.find("  sage_like, direction, vs_exact, ") != std::string::npos);
   CHECK(r.out.find("finite_guard [fail]: 1 non-finite values in the candidate (NaN never passes)") != std::string::npos);
   CHECK(widest(r.out) <= 100);
+  // The Markdown report says it once too (it repeated it for each of seven rules).
+  const std::string md_path = dir() + "/terminal_nan.md";
+  const CliResult m = cli("gate --gate sage_compat --fixture " + f + " --candidate stored:nanny --markdown " + md_path);
+  INFO(m.err);
+  CHECK(m.code == 1);
+  const std::string md = ts::test::read_file(md_path);
+  INFO(md);
+  size_t in_md = 0;
+  for (size_t at = md.find("non-finite values"); at != std::string::npos; at = md.find("non-finite values", at + 1))
+    ++in_md;
+  CHECK(in_md == 2);
+  CHECK(md.find("sage_like, direction, vs_exact, ") != std::string::npos);
 }
 
 TEST_CASE("terminal report: triage's text fits 100 columns off a terminal, its commands still one shell line each") {
