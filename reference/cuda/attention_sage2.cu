@@ -16,6 +16,7 @@
 #include <string>
 
 #include "reference/cuda/device_buffer.cuh"
+#include "reference/cuda/staged_copy.cuh"
 #include "reference/cuda/sage2_kernel.hpp"
 #include "reference/cuda/sage2_tc.cuh"
 #include "reference/numerics/convert.hpp"
@@ -166,7 +167,7 @@ std::string sage2_attention_device(const Sage2DeviceProblem& p, Sage2Kernel kern
                         Copy{qs.p, p.q_scale_tok, nt * 4, "copy q scales"},
                         Copy{ks.p, p.k_scale_tok, nt * 4, "copy k scales"}, Copy{v.p, p.v, n * 4, "copy v"},
                         Copy{vs.p, p.v_scale, static_cast<size_t>(p.H * p.D) * 4, "copy v scales"}})
-    if ((e = cudaMemcpy(c.dst, c.src, c.bytes, cudaMemcpyHostToDevice)) != cudaSuccess) return cuda_failure(c.what, e);
+    if ((e = copy_to_device(c.dst, c.src, c.bytes)) != cudaSuccess) return cuda_failure(c.what, e);
   if (!tc && (e = cudaMemset(acc.p, 0, n * 4)) != cudaSuccess) return cuda_failure("zero acc", e);
   // Poison the output so a kernel that writes nothing cannot pass.
   if ((e = cudaMemset(dout.p, 0xFF, n * 4)) != cudaSuccess) return cuda_failure("poison output", e);
@@ -215,7 +216,7 @@ std::string sage2_attention_device(const Sage2DeviceProblem& p, Sage2Kernel kern
   }
   if (e != cudaSuccess) return cuda_failure(tc ? "sage2 tc kernel" : "sage2 simt kernel", e);
   const auto t1 = Clock::now();
-  if ((e = cudaMemcpy(out, dout.p, n * 4, cudaMemcpyDeviceToHost)) != cudaSuccess) return cuda_failure("copy out", e);
+  if ((e = copy_to_host(out, dout.p, n * 4)) != cudaSuccess) return cuda_failure("copy out", e);
   if (t) {
     t->device_ms = ms;
     t->download_ms = ms_since(t1);

@@ -1,9 +1,11 @@
 #include "reference/cuda/attention_sol.hpp"
 
 #include <chrono>
+#include <optional>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/phase.hpp"
 #include "reference/cuda/exact_kernel.hpp"
 #include "reference/cuda/sol_kernel.hpp"
 #include "reference/numerics/convert.hpp"
@@ -101,8 +103,10 @@ std::shared_ptr<SolCudaInputs> sol_cuda_prepare(const AttentionProblem& problem,
   in->k = problem.k.p;
   in->v = problem.v.p;
   in->config = c;
+  std::optional<Phase> ph(std::in_place, "sol_cuda: inputs on the host (rounding, quantising, means)");
   in->pr = sol_prepare_inputs(problem, c);
   SolPrepared& pr = in->pr;
+  ph.emplace("sol_cuda: pseudo keys and scales");
   const bool int8 = c.precision != SolPrecision::bf16, pv8 = c.precision == SolPrecision::int8_qk_pv;
 
   std::vector<long long> blocks;
@@ -143,6 +147,7 @@ std::shared_ptr<SolCudaInputs> sol_cuda_prepare(const AttentionProblem& problem,
   dp.vbar = pr.vbar.data();
   dp.ln_n = ln_n.data();
   std::string err;
+  ph.emplace("sol_cuda: upload");
   in->device = sol_upload(dp, &err);
   if (!in->device) throw InternalError("sol_cuda: " + err);
   // The device holds them now; routing and sol_finish read only r and the layout.
@@ -161,7 +166,9 @@ std::shared_ptr<SolCudaInputs> sol_cuda_prepare(const AttentionProblem& problem,
 
 AttentionResult sol_cuda_run(SolCudaInputs& in, const SolConfig& c) {
   SolPrepared& pr = in.pr;
+  std::optional<Phase> ph(std::in_place, "sol_cuda: route (host)");
   sol_route_all(pr, c);
+  ph.emplace("sol_cuda: kernel, output allocated meanwhile, download");
   AttentionResult r;
   struct Place {
     AttentionResult* r;
@@ -178,11 +185,14 @@ AttentionResult sol_cuda_run(SolCudaInputs& in, const SolConfig& c) {
   const std::string err =
       sol_attention_device(*in.device, pr.mask.data(), c.compensation ? 1 : 0, &out, &ms, alloc, &place);
   if (!err.empty()) throw InternalError("sol_cuda: " + err);
+  ph.emplace("sol_cuda: output as float64");
   const int64_t n = pr.S * pr.H * pr.D;
   double* o = r.out.ptr();
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) o[i] = c.round_out ? num::bf16_round(out[i]) : out[i];
+  ph.emplace("sol_cuda: finish (density, routing dataset)");
   sol_finish(pr, c, r);
+  ph.reset();
   r.stats["device_ms"] = ms;
   return r;
 }

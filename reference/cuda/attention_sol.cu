@@ -14,6 +14,7 @@
 #include <string>
 
 #include "reference/cuda/device_buffer.cuh"
+#include "reference/cuda/staged_copy.cuh"
 #include "reference/cuda/sol_kernel.hpp"
 #include "reference/numerics/convert.hpp"
 #include "reference/sol_arith.hpp"
@@ -299,7 +300,7 @@ template <class T>
 struct Upload {
   DeviceBuffer<T> buf;
   Upload(const T* host, size_t n) : buf(host ? n : 0) {
-    if (host && buf.err == cudaSuccess) buf.err = cudaMemcpy(buf.p, host, n * sizeof(T), cudaMemcpyHostToDevice);
+    if (host && buf.err == cudaSuccess) buf.err = copy_to_device(buf.p, host, n * sizeof(T));
   }
   const T* get() const { return buf.p; }
 };
