@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "core/error.hpp"
@@ -103,6 +104,9 @@ std::shared_ptr<SolCudaInputs> sol_cuda_prepare(const AttentionProblem& problem,
   in->k = problem.k.p;
   in->v = problem.v.p;
   in->config = c;
+  // The context is made beside the host's preparation, which uses every core for a second or more.
+  std::string context_err;
+  std::jthread context([&context_err] { context_err = make_device_context(); });
   std::optional<Phase> ph(std::in_place, "sol_cuda: inputs on the host (rounding, quantising, means)");
   in->pr = sol_prepare_inputs(problem, c);
   SolPrepared& pr = in->pr;
@@ -146,6 +150,9 @@ std::shared_ptr<SolCudaInputs> sol_cuda_prepare(const AttentionProblem& problem,
   dp.pseudo_k = pseudo_k.data();
   dp.vbar = pr.vbar.data();
   dp.ln_n = ln_n.data();
+  ph.emplace("sol_cuda: device context (waited for)");
+  context.join();
+  if (!context_err.empty()) throw InternalError("sol_cuda: " + context_err);
   std::string err;
   ph.emplace("sol_cuda: upload");
   in->device = sol_upload(dp, &err);

@@ -46,6 +46,11 @@ std::shared_ptr<SolDeviceInputs> sol_upload(const SolDeviceProblem& p, std::stri
 std::string sol_attention_device(SolDeviceInputs& in, const uint8_t* mask, int compensation, const float** out,
                                  double* device_ms, void (*while_running)(void*) = nullptr, void* ctx = nullptr);
 
+// Makes this process's CUDA context, the cost of its first CUDA call (a few hundred ms on an
+// H100), so that it can be paid on another thread while the host prepares the inputs. An empty
+// string, or the failing CUDA call.
+std::string make_device_context();
+
 // Bytes of shared memory a block needs (query tile, key tile, logits, row state).
 long long sol_shared_bytes(long long block_q, long long block_k, long long D);
 
