@@ -68,6 +68,17 @@ void check_metric(const ts::history::Store& store, const std::string& metric) {
                                     : "; rule ids recorded: " + ts::join_names(ids)) + ")");
 }
 
+// --gate matches a gate's name exactly, so a typo filtered every series away as --metric did:
+// a name no recorded run was judged by is bad input, naming the ones that were.
+void check_gate(const ts::history::Store& store, const std::string& gate) {
+  const std::vector<std::string> known = ts::history::recorded_gates(store);
+  if (std::find(known.begin(), known.end(), gate) != known.end()) return;
+  throw ts::InputError("--gate '" + gate + "': no recorded run was judged by a gate of that name (" +
+                       ts::did_you_mean(gate, known) +
+                       (known.empty() ? std::string("the store holds no run") : "gates recorded: " + ts::join_names(known)) +
+                       ")");
+}
+
 int run(const Opts& o) {
   if (o.min_change_opt && o.min_change_opt->count() && !o.regressions)
     throw ts::InputError("--min-change applies with --regressions");
@@ -81,6 +92,7 @@ int run(const Opts& o) {
   v.store = o.db;
   v.schema_version = store.schema_version();
   v.filters = f;
+  if (!f.gate.empty()) check_gate(store, f.gate);
   if (!f.metric.empty()) check_metric(store, f.metric);
   v.series = ts::history::build_series(ts::history::load_figures(store, f));
   const ts::history::StoredIds ids = ts::history::stored_ids(store);
