@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/decimal_text.hpp"
 #include "core/block_config.hpp"
 #include "core/error.hpp"
 #include "drivers/run_estimate.hpp"
@@ -111,11 +112,8 @@ std::vector<std::string> expand_glob(const std::string& pattern) {
   return out;
 }
 
-std::string tau_text(double t) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%g", t);
-  return b;
-}
+// "%g" kept six digits: a plan's tau 1.2345678 ran as 1.23457.
+std::string tau_text(double t) { return shortest_decimal(t); }
 
 struct Sweep {
   std::string backend = "sol", precision;

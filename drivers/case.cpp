@@ -3,23 +3,14 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/decimal_text.hpp"
 #include "core/error.hpp"
 #include "core/timing_defaults.hpp"
 
 namespace ts {
 namespace {
 
-std::string number_text(double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.17g", v);
-  // The shortest text that reads back as v.
-  for (int digits = 1; digits <= 17; ++digits) {
-    char s[64];
-    std::snprintf(s, sizeof s, "%.*g", digits, v);
-    if (std::strtod(s, nullptr) == v) return s;
-  }
-  return b;
-}
+std::string number_text(double v) { return shortest_decimal(v); }
 
 // The options of a case that can change its verdict, as `touchstone gate`
 // reads them, each only where it is not gate's default.

@@ -524,7 +524,9 @@ CaseRun run_all(const GateFile* judged_by, const std::vector<Case>& cases, Evide
   if (run.mode == "fixture") {
     nlohmann::json ctx = out.fixtures.value(run.input, nlohmann::json::object());
     for (auto& [k, v] : ctx.items()) run.context[k] = v;
-    run.context["pairs"] = o.pairs;
+    // Not timed (--pairs 0), the loop still holds a pair count of 1 for its own sake: the
+    // context says what was timed, beside the "not timed (--pairs 0)" the reports print.
+    run.context["pairs"] = o.timed ? o.pairs : 0;
     run.context["warmup"] = o.warmup;
     if (out.fixtures.size() > 1) run.context["fixtures"] = out.fixtures;
   } else if (run.mode == "measurements") {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <sstream>
 
+#include "core/decimal_text.hpp"
 #include "core/error.hpp"
 #include "core/progress.hpp"
 #include "drivers/block_run.hpp"
@@ -35,15 +36,6 @@ double sweep_ms_since(Clock::time_point t0) {
 }
 
 // The shortest text that reads back as v (1.6, not 1.6000000000000001).
-std::string fmt17(double v) {
-  char buf[64];
-  for (int digits = 1; digits <= 17; ++digits) {
-    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  return buf;
-}
-
 std::string fmt4(const nlohmann::json& v, const char* f = "%.4g") {
   if (v.is_string()) return v.get<std::string>();  // NaN, Infinity: figure_json
   if (!v.is_number()) return "undef";
@@ -57,7 +49,7 @@ nlohmann::json json_or_null(const std::optional<double>& v) { return figure_json
 
 std::string spec_for(const SweepOptions& o, double tau) {
   std::string spec = o.backend + (o.backend.find(':') == std::string::npos ? ":" : ",");
-  spec += "tau=" + fmt17(tau);
+  spec += "tau=" + shortest_decimal(tau);
   if (!o.precision.empty()) spec += ",precision=" + o.precision;
   for (const auto& kv : o.params) {
     if (kv.find('=') == std::string::npos || kv.find(',') != std::string::npos)
@@ -154,7 +146,7 @@ namespace {
 std::vector<std::string> shown(const CaseResult& r) {
   const CaseFigures& f = r.figures;
   auto num = [](const std::optional<double>& v, const char* fmt) { return v ? fmt4(*v, fmt) : std::string("undef"); };
-  return {r.c.tau ? fmt4(*r.c.tau, "%g") : "stored", f.density ? fmt4(*f.density, "%.4f") : "-",
+  return {r.c.tau ? shortest_decimal(*r.c.tau) : "stored", f.density ? fmt4(*f.density, "%.4f") : "-",
           num(f.rel_l2_vs_baseline, "%.4g"), num(f.rel_l2_vs_exact, "%.4g"),
           f.wall_ms ? fmt4(*f.wall_ms, "%.0f") : "-"};
 }

@@ -27,7 +27,9 @@ MetricSet metric_detail::Sums::finish() const {
   // fails `> 0` and so also leaves the figure undefined rather than NaN
   // when b is non-finite; a non-finite `a` propagates NaN/Inf into it.
   if (b2 > 0) m.rel_l2 = std::sqrt(d2) / std::sqrt(b2);
-  if (b2 > 0 && a2 > 0) m.cosine = ab / (std::sqrt(a2) * std::sqrt(b2));
+  // Cosine is undefined for a candidate of no norm, but a NaN norm is a NaN candidate, whose
+  // cosine must read NaN (`a2 > 0` alone left it undefined: a report's "missing", not NaN).
+  if (b2 > 0 && (a2 > 0 || std::isnan(a2))) m.cosine = ab / (std::sqrt(a2) * std::sqrt(b2));
   if (b2 > 0) m.gain = ab / b2;
   if (absb > 0) m.rel_l1 = absd / absb;
   m.rmse = std::sqrt(d2 / dn);

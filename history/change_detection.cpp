@@ -105,9 +105,9 @@ Detection detect_changes(const std::vector<double>& y, const std::vector<std::op
     c.z = (b.level - a.level) / std::hypot(a.standard_error, b.standard_error);
     c.points_before = a.end - a.begin;
     c.points_after = b.end - b.begin;
-    if (sense.worse == "down") c.regression = b.level < a.level;
-    else if (sense.worse == "away") c.regression = std::fabs(b.level - sense.center) > std::fabs(a.level - sense.center);
-    else c.regression = b.level > a.level;
+    if (sense.worse == "down") c.worse = b.level < a.level;
+    else if (sense.worse == "away") c.worse = std::fabs(b.level - sense.center) > std::fabs(a.level - sense.center);
+    else c.worse = b.level > a.level;
     d.changes.push_back(c);
   }
   return d;

@@ -39,7 +39,9 @@ struct Change {
   std::optional<double> relative;     // (after - before) / |before|; none when before is 0
   double z = 0;                       // (after - before) / its standard error
   size_t points_before = 0, points_after = 0;
-  bool regression = false;            // worse by the rule's sense
+  // Worse by the rule's sense; whether that is a regression is counts_as_regression's to say
+  // (history/series.hpp), by its size too.
+  bool worse = false;
 };
 
 struct Detection {

@@ -60,11 +60,12 @@ std::vector<Series> build_series(const std::vector<StoredFigure>& figures, const
   return out;
 }
 
+bool counts_as_regression(const Change& c, double min_change) {
+  return c.worse && (!c.relative || std::fabs(*c.relative) >= min_change);
+}
+
 bool latest_change_regresses(const Series& s, double min_change) {
-  if (s.detection.changes.empty()) return false;
-  const Change& c = s.detection.changes.back();
-  if (!c.regression) return false;
-  return !c.relative || std::fabs(*c.relative) >= min_change;
+  return !s.detection.changes.empty() && counts_as_regression(s.detection.changes.back(), min_change);
 }
 
 SinceAccept since_last_accept(const Series& s) {

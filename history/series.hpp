@@ -29,8 +29,15 @@ struct Series {
 
 std::vector<Series> build_series(const std::vector<StoredFigure>& figures, const DetectOptions& o = {});
 
-// A series whose latest change is a regression of at least `min_change` (relative; a change
-// from 0 always counts).
+// The smallest relative worsening that is a regression, unless --min-change says otherwise.
+inline constexpr double kDefaultMinChange = 0.02;
+
+// The one rule of what a regression is, for every view of the history (the series' text and
+// page, --regressions, JSON): a change worse by the rule's sense of at least `min_change`
+// relative to the level before (a change from 0 always counts). A smaller worsening is
+// reported as worse, never as a regression that --regressions would then pass.
+bool counts_as_regression(const Change& c, double min_change);
+// A series whose latest change counts as a regression.
 bool latest_change_regresses(const Series& s, double min_change);
 
 struct SinceAccept {

@@ -500,6 +500,10 @@ StoredIds stored_ids(const Store& store) {
           distinct_texts(store, "SELECT DISTINCT commit_id FROM runs WHERE commit_id IS NOT NULL")};
 }
 
+std::vector<std::string> recorded_gates(const Store& store) {
+  return distinct_texts(store, "SELECT DISTINCT gate FROM runs WHERE gate IS NOT NULL ORDER BY gate");
+}
+
 int64_t count_cases(const Store& store) {
   Stmt q(store.handle(), "SELECT count(*) FROM cases", store.path());
   if (sqlite3_step(q.get()) != SQLITE_ROW) throw InputError(store.path() + ": cannot read table 'cases'");

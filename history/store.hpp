@@ -80,6 +80,8 @@ struct StoredIds {
   std::vector<std::string> fixtures, commits;
 };
 StoredIds stored_ids(const Store& store);
+// The names of the gates the store's runs were judged by, sorted: what `--gate` may name.
+std::vector<std::string> recorded_gates(const Store& store);
 // Rows of the cases table (the 20-writer test counts them).
 int64_t count_cases(const Store& store);
 

@@ -6,9 +6,9 @@ namespace ts::history {
 
 std::vector<const Series*> regressions(const HistoryView& v) {
   std::vector<const Series*> r;
-  if (!v.min_change) return r;
+  if (!v.check_regressions) return r;
   for (const Series& s : v.series)
-    if (latest_change_regresses(s, *v.min_change)) r.push_back(&s);
+    if (latest_change_regresses(s, v.min_change)) r.push_back(&s);
   return r;
 }
 

@@ -16,12 +16,14 @@ struct HistoryView {
   Filters filters;
   std::vector<Series> series;
   bool since_last_accept = false;   // the "moved since the last ACCEPT" view instead of the table
-  std::optional<double> min_change;  // set: only the regressions of at least this size
+  // The smallest worsening that is a regression (--min-change), in every part of the view.
+  double min_change = kDefaultMinChange;
+  bool check_regressions = false;  // --regressions: name the series whose latest change is one
   // The text's short fixture identities and commits, unique within the store (stored_ids()).
   ShortIds short_fixtures, short_commits;
 };
 
-// Series whose latest change regresses by at least view.min_change (empty without it).
+// Series whose latest change is a regression (empty without check_regressions).
 std::vector<const Series*> regressions(const HistoryView& v);
 
 }  // namespace ts::history

@@ -255,7 +255,7 @@ std::string rules_table(const CandidateVerdict& c) {
     o << "<tr><td><code>" << esc(r.id) << "</code>" << (r.builtin ? " <span class=\"note\">built-in</span>" : "")
       << (r.optional ? " <span class=\"note\">optional</span>" : "") << "</td><td>" << esc(metric) << "</td>"
       << figure_cell(r) << "<td>" << esc(r.bound) << "</td><td class=\"" << status_class(r) << "\">"
-      << esc(status_text(r)) << "</td><td>" << esc(r.message) << "</td></tr>\n";
+      << esc(status_text(r)) << "</td><td>" << esc(rule_reason(c, r)) << "</td></tr>\n";
   }
   o << "</table>\n";
   return o.str();

@@ -33,25 +33,27 @@ std::string render_junit(const GateRun& run) {
       ++tests;
       cases << "    <testcase classname=\"" << markup_escape(junit_name(run.gate.name) + "." + junit_name(c.candidate))
             << "\" name=\"" << markup_escape(junit_name(o.id)) << "\">\n";
-      const std::string body = o.message + (o.bound.empty() ? "" : "\nbound: " + o.bound) +
+      // A NaN's count is finite_guard's to say; the rules it failed point there (said once).
+      const std::string message = rule_reason(c, o);
+      const std::string body = message + (o.bound.empty() ? "" : "\nbound: " + o.bound) +
                                "\ncandidate: " + c.candidate + (c.repro.empty() ? "" : "\nrepro: " + c.repro);
       if (o.id == "run" && o.builtin && o.status == RuleStatus::fail) {
         ++errors;
-        cases << "      <error type=\"error\" message=\"" << markup_escape(o.message) << "\">"
+        cases << "      <error type=\"error\" message=\"" << markup_escape(message) << "\">"
               << markup_escape(body) << "</error>\n";
       } else if (o.status == RuleStatus::fail) {
         ++failures;
-        cases << "      <failure type=\"REJECT\" message=\"" << markup_escape(o.message) << "\">"
+        cases << "      <failure type=\"REJECT\" message=\"" << markup_escape(message) << "\">"
               << markup_escape(body) << "</failure>\n";
       } else if (o.status == RuleStatus::inconclusive || (o.status == RuleStatus::missing && !o.optional)) {
         ++failures;
-        cases << "      <failure type=\"INCONCLUSIVE\" message=\"" << markup_escape(o.message) << "\">"
+        cases << "      <failure type=\"INCONCLUSIVE\" message=\"" << markup_escape(message) << "\">"
               << markup_escape(body) << "</failure>\n";
       } else if (o.status == RuleStatus::missing) {
         ++skipped;
-        cases << "      <skipped message=\"" << markup_escape(o.message) << "\"/>\n";
+        cases << "      <skipped message=\"" << markup_escape(message) << "\"/>\n";
       } else {
-        cases << "      <system-out>" << markup_escape(o.message) << "</system-out>\n";
+        cases << "      <system-out>" << markup_escape(message) << "</system-out>\n";
       }
       cases << "    </testcase>\n";
     }

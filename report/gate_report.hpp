@@ -50,6 +50,10 @@ struct ExplainedRule {
   std::string ids, status, message;
 };
 std::vector<ExplainedRule> explained_rules(const CandidateVerdict& c);
+// The reason a report that lists every rule (JUnit's test cases, the HTML rules table) gives for
+// one: its message, except for a rule a NaN failed while finite_guard counts the non-finite
+// values itself, which points to finite_guard (explained_rules' grouping: said once).
+std::string rule_reason(const CandidateVerdict& c, const RuleOutcome& o);
 
 std::string render_terminal(const GateRun& run);
 std::string render_terminal(const GateRun& run, int width);

@@ -209,10 +209,22 @@ std::string blocks(const GateRun& run, size_t width) {
 
 }  // namespace
 
-std::vector<ExplainedRule> explained_rules(const CandidateVerdict& c) {
-  const bool guard_failed = std::any_of(c.outcomes.begin(), c.outcomes.end(), [](const RuleOutcome& o) {
+namespace {
+
+bool guard_failed(const CandidateVerdict& c) {
+  return std::any_of(c.outcomes.begin(), c.outcomes.end(), [](const RuleOutcome& o) {
     return o.builtin && o.id == "finite_guard" && o.status == RuleStatus::fail;
   });
+}
+
+}  // namespace
+
+std::string rule_reason(const CandidateVerdict& c, const RuleOutcome& o) {
+  return failed_for_nonfinite(o) && guard_failed(c) ? "NaN/Inf in the candidate: see finite_guard" : o.message;
+}
+
+std::vector<ExplainedRule> explained_rules(const CandidateVerdict& c) {
+  const bool guard_failed = ts::guard_failed(c);
   std::vector<ExplainedRule> out;
   std::string nonfinite;
   for (const auto& o : c.outcomes)

@@ -6,6 +6,7 @@
 
 #include "gates/gate_file.hpp"
 #include "report/gate_report.hpp"
+#include "report/text_columns.hpp"
 
 namespace ts::history {
 namespace {
@@ -15,12 +16,7 @@ nlohmann::json opt(const std::optional<double>& v) {
 }
 
 
-std::string percent(const std::optional<double>& rel) {
-  if (!rel) return "from 0";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.2f %%", 100 * *rel);
-  return buf;
-}
+std::string percent(const std::optional<double>& rel) { return change_percent(rel); }
 
 std::string evidence_of(const Series& s, const Change& c) {
   std::string e = "level " + format_number(c.before, 6) + " over " + std::to_string(c.points_before) + " run(s), then " +
@@ -33,7 +29,7 @@ std::string evidence_of(const Series& s, const Change& c) {
   return e;
 }
 
-nlohmann::json change_json(const Series& s, const Change& c) {
+nlohmann::json change_json(const HistoryView& v, const Series& s, const Change& c) {
   const StoredFigure& p = s.points[c.index];
   return {{"index", c.index},
           {"run_id", p.run_id},
@@ -45,7 +41,8 @@ nlohmann::json change_json(const Series& s, const Change& c) {
           {"z", opt(c.z)},
           {"points_before", c.points_before},
           {"points_after", c.points_after},
-          {"direction", c.regression ? "regression" : "improvement"},
+          // "worse": by the rule's sense, but under --min-change, so no regression.
+          {"direction", !c.worse ? "improvement" : counts_as_regression(c, v.min_change) ? "regression" : "worse"},
           {"evidence", evidence_of(s, c)}};
 }
 
@@ -88,12 +85,43 @@ std::string series_title(const Names& n, const Series& s) {
 std::string change_line(const Names& n, const Series& s, const Change& c) {
   const StoredFigure& p = s.points[c.index];
   return "  change at #" + std::to_string(c.index + 1) + " (commit " + n.commit(p.commit) + ", " +
-         p.recorded_at.substr(0, 19) + "): " + format_number(c.before, 6) + " -> " + format_number(c.after, 6) + " (" +
-         percent(c.relative) + "), " + (c.regression ? "REGRESSION" : "improvement") +
+         p.recorded_at.substr(0, 19) + "): " + change_levels(c.before, c.after) + " (" + percent(c.relative) + "), " +
+         change_kind(n.v, c) +
          (s.detection.deterministic && s.detection.scatter == 0 ? ", exact" : ", z = " + format_number(c.z, 3));
 }
 
 }  // namespace
+
+std::string change_percent(const std::optional<double>& relative) {
+  if (!relative) return "from 0";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%+.2f %%", 100 * *relative);
+  // A change that rounds to +-0.00 % would read as none (or as a regression of nothing).
+  if (*relative != 0 && std::fabs(100 * *relative) < 0.005) std::snprintf(buf, sizeof buf, "%+.2g %%", 100 * *relative);
+  return buf;
+}
+
+std::string change_levels(double before, double after) {
+  int digits = 6;
+  while (digits < 17 && before != after && format_number(before, digits) == format_number(after, digits)) ++digits;
+  return format_number(before, digits) + " -> " + format_number(after, digits);
+}
+
+int figure_digits(const Series& s) {
+  int digits = 6;
+  for (const Change& c : s.detection.changes) {
+    if (c.index == 0 || c.index >= s.points.size()) continue;
+    const double a = *s.points[c.index - 1].figure, b = *s.points[c.index].figure;
+    while (digits < 17 && a != b && format_number(a, digits) == format_number(b, digits)) ++digits;
+  }
+  return digits;
+}
+
+std::string change_kind(const HistoryView& v, const Change& c) {
+  if (!c.worse) return "improvement";
+  if (counts_as_regression(c, v.min_change)) return "REGRESSION";
+  return "worse, not a regression (under --min-change " + change_percent(v.min_change).substr(1) + ")";
+}
 
 nlohmann::json history_json(const HistoryView& v) {
   nlohmann::json j;
@@ -138,9 +166,9 @@ nlohmann::json history_json(const HistoryView& v) {
     sj["segments"] = segs;
     nlohmann::json cs = nlohmann::json::array();
     for (const Change& c : s.detection.changes) {
-      cs.push_back(change_json(s, c));
+      cs.push_back(change_json(v, s, c));
       nlohmann::json flat = series_head(s);
-      flat.update(change_json(s, c));
+      flat.update(change_json(v, s, c));
       changes.push_back(flat);
     }
     sj["changes"] = cs;
@@ -153,7 +181,7 @@ nlohmann::json history_json(const HistoryView& v) {
       sl["latest_value"] = s.points.empty() ? nlohmann::json(nullptr) : nlohmann::json(*s.points.back().figure);
       sl["relative"] = opt(sa.relative);
       nlohmann::json after = nlohmann::json::array();
-      for (const Change& c : sa.changes) after.push_back(change_json(s, c));
+      for (const Change& c : sa.changes) after.push_back(change_json(v, s, c));
       sl["changes"] = after;
       sj["since_last_accept"] = sl;
     }
@@ -161,14 +189,14 @@ nlohmann::json history_json(const HistoryView& v) {
   }
   j["series"] = series;
   j["changes"] = changes;
-  if (v.min_change) {
+  j["min_change"] = v.min_change;
+  if (v.check_regressions) {
     nlohmann::json r = nlohmann::json::array();
     for (const Series* s : regressions(v)) {
       nlohmann::json x = series_head(*s);
-      x.update(change_json(*s, s->detection.changes.back()));
+      x.update(change_json(v, *s, s->detection.changes.back()));
       r.push_back(x);
     }
-    j["min_change"] = *v.min_change;
     j["regressions"] = r;
   }
   return j;
@@ -205,29 +233,29 @@ std::string history_text(const HistoryView& v, size_t width) {
       for (const Change& c : sa.changes) line(change_line(n, s, c));
       continue;
     }
-    char head[160];
-    std::snprintf(head, sizeof head, "  %4s  %-19s  %-12s  %12s  %10s  %-12s  %s", "#", "recorded (UTC)", "commit",
-                  "figure", "sigma", "status", "verdict");
-    line(head);
+    // Columns as wide as their cells (a commit prefix grows where two commits share 12
+    // characters), laid out to the width: the header stays over its column whatever fits.
+    const int digits = figure_digits(s);
+    std::vector<std::vector<std::string>> rows;
     for (size_t i = 0; i < s.points.size(); ++i) {
       const StoredFigure& p = s.points[i];
       const bool exact = !s.within[i] && s.detection.scatter == 0;
-      char row[200];
-      std::snprintf(row, sizeof row, "  %4zu  %-19s  %-12s  %12s  %10s  %-12s  %s", i + 1,
-                    p.recorded_at.substr(0, 19).c_str(), n.commit(p.commit).c_str(),
-                    format_number(*p.figure, 6).c_str(), exact ? "exact" : format_number(s.detection.sigma[i], 3).c_str(),
-                    p.status.c_str(), p.verdict.c_str());
-      line(row);
+      rows.push_back({std::to_string(i + 1), p.recorded_at.substr(0, 19), n.commit(p.commit),
+                      format_number(*p.figure, digits), exact ? "exact" : format_number(s.detection.sigma[i], 3), p.status,
+                      p.verdict});
     }
+    o << aligned_columns({{"#", true}, {"recorded (UTC)"}, {"commit"}, {"figure", true}, {"sigma", true}, {"status"},
+                          {"verdict"}},
+                         rows, width, 2);
     if (s.missing) line("  " + std::to_string(s.missing) + " record(s) without a finite figure (missing or NaN), not plotted");
     if (s.detection.changes.empty()) line("  no change");
     for (const Change& c : s.detection.changes) line(change_line(n, s, c));
   }
-  if (v.min_change) {
+  if (v.check_regressions) {
     const auto regs = regressions(v);
     o << "\n";
     if (regs.empty())
-      line("no regression: no series' latest change is a regression of " + percent(*v.min_change).substr(1) + " or more");
+      line("no regression: no series' latest change is a regression of " + percent(v.min_change).substr(1) + " or more");
     for (const Series* s : regs) {
       const Change& c = s->detection.changes.back();
       line("REGRESSION " + n.rule(*s) + " " + percent(c.relative) + " at commit " +

@@ -1,12 +1,14 @@
 // The writers of touchstone sweep (drivers/sweep.cpp computes the rows).
 #include "report/sweep_report.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <sstream>
 #include <vector>
 
+#include "core/decimal_text.hpp"
 #include "core/error.hpp"
 #include "report/gate_report.hpp"
 #include "report/stage_report.hpp"
@@ -57,12 +59,17 @@ std::string sweep_text(const SweepResult& s) {
     o << "\n" << (s.block ? render_stage_table(*s.block) : wrap_for_terminal(s.block_note, width));
     return o.str();
   }
+  // tau as given (shortest round trip), its column as wide as the longest.
+  int tau_width = 8;
+  for (const auto& r : s.json["rows"])
+    tau_width = std::max(tau_width, static_cast<int>(shortest_decimal(r["tau"].get<double>()).size()));
   char line[256];
-  std::snprintf(line, sizeof line, "%8s %8s %12s %12s %12s %12s %10s\n", "tau", "density", "rel_l2/base", "cos/base",
-                "rel_l2/exact", "cos/exact", "ms");
+  std::snprintf(line, sizeof line, "%*s %8s %12s %12s %12s %12s %10s\n", tau_width, "tau", "density", "rel_l2/base",
+                "cos/base", "rel_l2/exact", "cos/exact", "ms");
   o << line;
   for (const auto& r : s.json["rows"]) {
-    std::snprintf(line, sizeof line, "%8g %8s %12s %12s %12s %12s %10.1f\n", r["tau"].get<double>(),
+    std::snprintf(line, sizeof line, "%*s %8s %12s %12s %12s %12s %10.1f\n", tau_width,
+                  shortest_decimal(r["tau"].get<double>()).c_str(),
                   fmt4(r["density"], "%.3f").c_str(), fmt4(r["rel_l2_vs_baseline"]).c_str(),
                   fmt4(r["cosine_vs_baseline"], "%.6f").c_str(), fmt4(r["rel_l2_vs_exact"]).c_str(),
                   fmt4(r["cosine_vs_exact"], "%.6f").c_str(), r["ms"].get<double>());

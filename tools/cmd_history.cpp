@@ -24,8 +24,7 @@ struct Opts {
   ts::history::Filters f;
   ts::cli::ReportTarget json, html;
   bool regressions = false, since_last_accept = false;
-  double min_change = 0.02;
-  CLI::Option* min_change_opt = nullptr;
+  double min_change = ts::history::kDefaultMinChange;
 };
 
 std::string normalized_since(std::string s) {
@@ -68,9 +67,18 @@ void check_metric(const ts::history::Store& store, const std::string& metric) {
                                     : "; rule ids recorded: " + ts::join_names(ids)) + ")");
 }
 
+// --gate matches a gate's name exactly, so a typo filtered every series away as --metric did:
+// a name no recorded run was judged by is bad input, naming the ones that were.
+void check_gate(const ts::history::Store& store, const std::string& gate) {
+  const std::vector<std::string> known = ts::history::recorded_gates(store);
+  if (std::find(known.begin(), known.end(), gate) != known.end()) return;
+  throw ts::InputError("--gate '" + gate + "': no recorded run was judged by a gate of that name (" +
+                       ts::did_you_mean(gate, known) +
+                       (known.empty() ? std::string("the store holds no run") : "gates recorded: " + ts::join_names(known)) +
+                       ")");
+}
+
 int run(const Opts& o) {
-  if (o.min_change_opt && o.min_change_opt->count() && !o.regressions)
-    throw ts::InputError("--min-change applies with --regressions");
   if (!(o.min_change >= 0) || !std::isfinite(o.min_change))
     throw ts::InputError("--min-change must be a finite fraction >= 0 (0.02 = 2 %)");
   if (o.json.to_stdout() && o.html.to_stdout()) throw ts::InputError("at most one of --json/--html may go to stdout (-)");
@@ -81,6 +89,7 @@ int run(const Opts& o) {
   v.store = o.db;
   v.schema_version = store.schema_version();
   v.filters = f;
+  if (!f.gate.empty()) check_gate(store, f.gate);
   if (!f.metric.empty()) check_metric(store, f.metric);
   v.series = ts::history::build_series(ts::history::load_figures(store, f));
   const ts::history::StoredIds ids = ts::history::stored_ids(store);
@@ -89,7 +98,8 @@ int run(const Opts& o) {
   v.short_fixtures = ts::history::ShortIds(digits);
   v.short_commits = ts::history::ShortIds(ids.commits);
   v.since_last_accept = o.since_last_accept;
-  if (o.regressions) v.min_change = o.min_change;
+  v.min_change = o.min_change;
+  v.check_regressions = o.regressions;
   if (o.json.on()) o.json.emit(ts::history::history_json(v).dump(2) + "\n");
   if (o.html.on()) o.html.emit(ts::history::trend_html(v));
   if (!o.json.to_stdout() && !o.html.to_stdout()) std::cout << ts::history::history_text(v, static_cast<size_t>(ts::terminal_width())) << std::flush;
@@ -112,9 +122,10 @@ ts::cli::Registration reg{
       app.add_flag("--regressions", o->regressions,
                    "exit 1 when the latest change of any series is a regression (error up, speed down) of at "
                    "least --min-change");
-      o->min_change_opt = app.add_option("--min-change", o->min_change,
-                                         "with --regressions, the smallest relative change that counts (0.02 = 2 %)")
-                              ->capture_default_str();
+      app.add_option("--min-change", o->min_change,
+                     "the smallest relative worsening that is a regression (0.02 = 2 %): in the series, their "
+                     "changes and --regressions alike")
+          ->capture_default_str();
       app.add_flag("--since-last-accept", o->since_last_accept,
                    "per series: the last ACCEPTed record, the latest, and the changes between them");
       ts::cli::add_json_option(app, o->json, "the series, their points, segments and changes");

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 
+#include "core/decimal_text.hpp"
 #include "core/error.hpp"
 #include "core/phase.hpp"
 #include "fixtures/attention_inputs.hpp"
@@ -65,9 +66,7 @@ std::string build_spec(const Opts& o) {
   if (!o.preset.empty()) kv.push_back("preset=" + o.preset);
   if (!o.precision.empty()) kv.push_back("precision=" + o.precision);
   if (o.have_tau) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "tau=%.17g", o.tau);
-    kv.push_back(buf);
+    kv.push_back("tau=" + ts::shortest_decimal(o.tau));
   }
   if (o.dump) kv.push_back("dump=on");
   if (o.store_routing) kv.push_back("routing=on");

@@ -62,6 +62,18 @@ TEST_CASE("NaN and Inf in the candidate are counted and poison the figures") {
   CHECK(std::isnan(m.max_abs));
   CHECK(std::isinf(m.ulp_max));
   CHECK(m.to_json()["rel_l2"] == "NaN");
+  // Every figure of the candidate's own values reads NaN, cosine (its direction) and gain too:
+  // undefined would be a report's "missing" for what is a NaN.
+  REQUIRE(m.cosine.has_value());
+  CHECK(std::isnan(*m.cosine));
+  CHECK(m.to_json()["cosine"] == "NaN");
+  REQUIRE(m.gain.has_value());
+  CHECK(std::isnan(*m.gain));
+  const MetricSet inf = compute_metrics(vec({1, std::numeric_limits<double>::infinity()}), vec({1, 2}));
+  REQUIRE(inf.cosine.has_value());
+  CHECK(std::isnan(*inf.cosine));
+  // A candidate of no norm has no direction: undefined, as before.
+  CHECK_FALSE(compute_metrics(vec({0, 0}), vec({1, 2})).cosine.has_value());
 }
 
 TEST_CASE("shape mismatch is an input error") {

@@ -29,7 +29,7 @@ TEST_CASE("a deterministic figure: any change beyond the floor is a step, and no
   const auto d = detect_changes(y, within, {});
   REQUIRE(d.changes.size() == 1);
   CHECK(d.changes[0].index == 7);
-  CHECK(d.changes[0].regression);
+  CHECK(d.changes[0].worse);
   CHECK(*d.changes[0].relative == Approx(1e-6).epsilon(1e-6));
   // A change at the latest run alone is a step too: CI sees it on the commit that made it.
   std::vector<double> last(12, 0.3);
@@ -45,13 +45,13 @@ TEST_CASE("a lower bound's figure regresses downwards; a range's away from its m
   std::vector<std::optional<double>> within(5);
   auto d = detect_changes(y, within, {"down", 0});
   REQUIRE(d.changes.size() == 1);
-  CHECK(d.changes[0].regression);
+  CHECK(d.changes[0].worse);
   d = detect_changes(y, within, {"up", 0});
-  CHECK_FALSE(d.changes[0].regression);
+  CHECK_FALSE(d.changes[0].worse);
   std::vector<double> gain{1.0, 1.0, 0.995, 0.995};
   d = detect_changes(gain, std::vector<std::optional<double>>(4), {"away", 1.0});
   REQUIRE(d.changes.size() == 1);
-  CHECK(d.changes[0].regression);
+  CHECK(d.changes[0].worse);
 }
 
 TEST_CASE("noisy points: a step inside their uncertainty is no change", "[history][changes]") {
@@ -67,7 +67,7 @@ TEST_CASE("noisy points: a step inside their uncertainty is no change", "[histor
   const auto d = detect_changes(y, within, {"down", 0});
   REQUIRE(d.changes.size() == 1);
   CHECK(d.changes[0].index == 15);
-  CHECK_FALSE(d.changes[0].regression);
+  CHECK_FALSE(d.changes[0].worse);
 }
 
 TEST_CASE("an outlier of a noisy series is no level; a deterministic figure's one-record blip is", "[history][changes]") {
@@ -84,7 +84,7 @@ TEST_CASE("an outlier of a noisy series is no level; a deterministic figure's on
   const auto last = detect_changes(y, within, {"down", 0});
   REQUIRE(last.changes.size() == 1);
   CHECK(last.changes[0].index == 11);
-  CHECK(last.changes[0].regression);
+  CHECK(last.changes[0].worse);
   std::vector<double> exact(12, 0.25);
   exact[5] = 0.26;  // one commit changed the figure, the next undid it: both are changes
   const auto blip = detect_changes(exact, std::vector<std::optional<double>>(12), {});

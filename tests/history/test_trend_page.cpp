@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 
 #include "catch.hpp"
@@ -140,4 +141,119 @@ TEST_CASE("the trend page renders in headless Chromium: not blank, one SVG point
   INFO("non-white share " << share << ", green pixels " << green << ", screenshot " << png);
   CHECK(share > 0.02);
   CHECK(green > 200);
+}
+
+namespace {
+
+const std::string kIdentity = "sha256:5be1d0c4a7f2" + std::string(52, 'e');
+const std::string commit_of(int k) { return std::to_string(10 + k) + "ab34cd56ef78" + std::string(26, '9'); }
+
+// Twelve runs whose rel_l2 and time step up at run 10: each change's line lies under the
+// right-hand end of the plot, where the label of rel_l2's far bound (0.05, above figures of
+// 0.02) is drawn.
+std::string late_step_page(const std::string& dir) {
+  const std::string db = dir + "/late.db", page = dir + "/late.html";
+  for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(db + ext);
+  const ts::GateFile gate = ts::test::steps_gate();
+  ts::test::Noise rng(5);
+  {
+    ts::history::Store st = ts::history::Store::open_for_append(db);
+    const auto t0 = std::chrono::system_clock::time_point(std::chrono::seconds(1796000000));
+    for (int k = 1; k <= 12; ++k) {
+      ts::GateRun run = ts::test::synthetic_run(gate, "sol:tau=1.3", 0.02 * (k >= 10 ? 1.05 : 1), 10 * (k >= 10 ? 1.2 : 1),
+                                                0.0, rng, 500 + static_cast<uint64_t>(k));
+      run.context["fixture_identity"] = kIdentity;
+      ts::history::Provenance p;
+      p.command = "gate";
+      p.commit = commit_of(k);
+      p.commit_source = "flag";
+      p.touchstone_version = TOUCHSTONE_VERSION;
+      st.append(ts::history::make_run_record(run, p, t0 + std::chrono::seconds(k)));
+    }
+  }
+  const auto r = ts::test::run_cli("history " + db + " --html " + page);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  return page;
+}
+
+// The page's text as a reader sees it: without tooltips (<title> elements, title attributes)
+// and the plots' labels for screen readers (aria-label).
+std::string visible_text(std::string html) {
+  html = std::regex_replace(html, std::regex("<title>[^<]*</title>"), "");
+  return std::regex_replace(html, std::regex(" (title|aria-label)=\"[^\"]*\""), "");
+}
+
+}  // namespace
+
+TEST_CASE("the trend page names fixtures and commits as the text does, the whole identity in tooltips", "[history]") {
+  const std::string html = ts::test::read_file(late_step_page(ts::test::scratch_dir()));
+  const std::string shown = visible_text(html);
+  CHECK(shown.find(kIdentity.substr(7)) == std::string::npos);  // never the 64 digits on the page itself
+  CHECK(shown.find(commit_of(10)) == std::string::npos);         // nor a 40-character commit
+  CHECK(shown.find("fixture <span class=\"id\">5be1d0c4a7f2</span>") != std::string::npos);
+  CHECK(shown.find("(commit <span class=\"id\">20ab34cd56ef</span>)") != std::string::npos);
+  CHECK(shown.find(">11ab34cd56ef</text>") != std::string::npos);  // an axis label
+  // The whole identities stay at hand, as tooltips.
+  CHECK(html.find("title=\"" + kIdentity + "\"") != std::string::npos);
+  CHECK(html.find("title=\"" + commit_of(10) + "\"") != std::string::npos);
+  CHECK(html.find("<title>" + commit_of(1) + "</title>") != std::string::npos);
+}
+
+TEST_CASE("the trend page in Chromium at 1400 and 800 px: no label over another, nothing past the window", "[.][chromium]") {
+  const std::string browser = chromium();
+  if (browser.empty()) {
+    std::printf("skipped: chromium absent (Debian: apt-get install chromium); the trend page was not rendered\n");
+    return;
+  }
+  const std::string dir = ts::test::scratch_dir();
+  const std::string page = late_step_page(dir);
+  // The browser measures what it laid out: every pair of a plot's labels (title, bound, changes)
+  // that intersect, and whether the page is wider than the window.
+  std::string html = ts::test::read_file(page);
+  const std::string probe = R"(<script>
+const out = [];
+for (const svg of document.querySelectorAll('svg.trend')) {
+  const boxes = [...svg.querySelectorAll('text.ptitle, text.boundlabel, text.changelabel')]
+      .map(t => [t.getAttribute('class') + ' ' + t.textContent, t.getBoundingClientRect()]);
+  for (let i = 0; i < boxes.length; ++i)
+    for (let j = i + 1; j < boxes.length; ++j) {
+      const a = boxes[i][1], b = boxes[j][1];
+      if (a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom)
+        out.push(boxes[i][0] + ' | ' + boxes[j][0]);
+    }
+}
+const d = document.documentElement;
+document.body.setAttribute('data-overlaps', out.length + ': ' + out.join('; '));
+document.body.setAttribute('data-overflow', String(d.scrollWidth - d.clientWidth));
+</script></body>)";
+  html.replace(html.rfind("</body>"), 7, probe);
+  const std::string probed = dir + "/late_probe.html";
+  {
+    std::ofstream f(probed);
+    f << html;
+  }
+  const std::string artefacts = std::string(TOUCHSTONE_BUILD_DIR) + "/test-artefacts";
+  std::filesystem::create_directories(artefacts);
+  const std::string flags =
+      " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking "
+      "--disable-component-update --disable-sync --user-data-dir=" + dir + "/chromium-profile";
+  for (const int width : {1400, 800}) {
+    const std::string size = " --window-size=" + std::to_string(width) + ",1000 ", dom = dir + "/late_dom.html";
+    REQUIRE(std::system(("timeout 120 " + browser + flags + size + " --dump-dom file://" + probed + " >" + dom +
+                         " 2>/dev/null").c_str()) == 0);
+    const std::string rendered = ts::test::read_file(dom);
+    std::smatch m;
+    REQUIRE(std::regex_search(rendered, m, std::regex("data-overlaps=\"([^\"]*)\"")));
+    INFO(width << " px: overlapping labels " << m[1]);
+    CHECK(m[1].str().rfind("0: ", 0) == 0);
+    REQUIRE(std::regex_search(rendered, m, std::regex("data-overflow=\"(-?[0-9]+)\"")));
+    CHECK(std::stoi(m[1]) <= 0);
+    // For a person to look at: the page as a reader gets it, at this width.
+    const std::string png = artefacts + "/history_trend_late_" + std::to_string(width) + ".png";
+    std::filesystem::remove(png);
+    REQUIRE(std::system(("timeout 120 " + browser + flags + size + " --screenshot=" + png + " file://" +
+                         std::filesystem::absolute(page).string() + " >/dev/null 2>&1").c_str()) == 0);
+    CHECK(std::filesystem::exists(png));
+  }
 }

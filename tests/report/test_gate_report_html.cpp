@@ -416,3 +416,27 @@ TEST_CASE("svg plots: heatmap, x-y curve and Pareto front") {
   CHECK(test::occurrences(xy, "<rect class=\"span\"") == 1);
   CHECK(xy.find(">a</text>") != std::string::npos);
 }
+
+TEST_CASE("reports of a NaN candidate say its non-finite values once: JUnit and HTML as terminal and Markdown") {
+  GateRun run = synthetic_run();
+  // The NaN candidate alone, so that every mention is its own.
+  run.candidates = {run.candidates[1]};
+  const CandidateVerdict& nan = run.candidates[0];
+  REQUIRE(nan.verdict == Verdict::reject);
+  size_t nan_failed = 0;
+  for (const auto& o : nan.outcomes) nan_failed += !o.builtin && o.status == RuleStatus::fail && o.metric != "speedup";
+  REQUIRE(nan_failed == 3);  // every accuracy rule: NaN never passes
+  const std::string said = "non-finite values";
+  // finite_guard's count, once in each report (JUnit: its one test case, message and body).
+  const std::string junit = render_junit(run);
+  CHECK(test::occurrences(junit, said) == 2);
+  CHECK(test::occurrences(junit, "finite_guard\">\n      <failure type=\"REJECT\" message=\"12 " + said) == 1);
+  // The rules it failed are still failures, each pointing to the count.
+  CHECK(test::occurrences(junit, "message=\"NaN/Inf in the candidate: see finite_guard\"") == 3);
+  CHECK(test::occurrences(junit, "<failure type=\"REJECT\"") == 5);  // and the speed rule's NaN interval
+  const std::string html = render_html(run);
+  CHECK(test::occurrences(html, said) == 1);
+  CHECK(test::occurrences(html, "<td>NaN/Inf in the candidate: see finite_guard</td>") == 3);
+  CHECK(test::occurrences(render_markdown(run), said) == 2);  // the rules' line and the count
+  CHECK(test::occurrences(render_terminal(run, 100), said) == 2);
+}

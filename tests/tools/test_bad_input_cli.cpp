@@ -281,3 +281,17 @@ TEST_CASE("bad input: compare of two shapes names the file and both datasets") {
             tiny() + ": A /block/positions is [72, 3], B /outputs/exact/attention is [72, 2, 32]: compare needs two "
             "tensors of one shape");
 }
+
+TEST_CASE("bad input: history --gate that no recorded run was judged by names the gates recorded") {
+  const std::string db = dir() + "/bad_input_gate.db";
+  fs::remove(db);
+  REQUIRE(cli("gate --gate bit_exact --fixture " + tiny() + " --candidate sage2 --record " + db).code == 0);
+  bad_input(cli("history " + db + " --regressions --gate bit_exakt"),
+            "--gate 'bit_exakt': no recorded run was judged by a gate of that name (did you mean 'bit_exact'? "
+            "gates recorded: bit_exact)");
+  bad_input(cli("history " + db + " --gate typo"), "gates recorded: bit_exact)");
+  const CliResult known = cli("history " + db + " --gate bit_exact --json");
+  INFO(known.out << known.err);
+  CHECK(known.code == 0);
+  CHECK(known.out.find("\"gate\": \"bit_exact\"") != std::string::npos);
+}

@@ -159,6 +159,20 @@ TEST_CASE("touchstone batch --dry-run: every case with its estimate and shard; n
   CHECK(!fs::exists(plan_dir() + "/dry.results"));
 }
 
+TEST_CASE("touchstone batch: a sweep's tau becomes the candidate as written, every digit kept") {
+  const std::string p = write_plan("taus.json", R"({"schema": "touchstone.plan/1", "fixtures": ["fx0.h5"],
+    "gates": ["bit_exact"], "sweeps": [{"taus": [-100, 1.2345678, 1e-7]}]})");
+  const Result r = cli("batch " + p + " --dry-run --json");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["cases"].size() == 3);
+  // Six digits ("%g") ran tau 1.23457 for the plan's 1.2345678.
+  CHECK(j["cases"][0]["candidate"] == "sol:tau=-100");
+  CHECK(j["cases"][1]["candidate"] == "sol:tau=1.2345678");
+  CHECK(j["cases"][2]["candidate"] == "sol:tau=1e-07");
+}
+
 TEST_CASE("touchstone batch: one process, 2 workers, shards merged in either order and mpirun -np 2 give one report") {
   const std::string d = plan_dir();
   const std::string p = write_plan("plan.json", kPlanBody);

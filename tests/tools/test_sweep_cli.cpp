@@ -108,12 +108,16 @@ TEST_CASE("touchstone sweep --gate: the seed's table as terminal, JSON, Markdown
   CHECK(j.at("rows")[1].at("verdict") == j.at("gate").at("candidates")[1].at("verdict"));
   CHECK(j.at("block").at("skipped").get<std::string>().find("has no block") != std::string::npos);
   CHECK(j.at("exit_code") == 1);
+  // Nothing was timed, and the context says so in both places: no pair beside "not timed".
+  CHECK(j.at("gate").at("context").at("speed").get<std::string>().rfind("not timed (--pairs 0)", 0) == 0);
+  CHECK(j.at("gate").at("context").at("pairs") == 0);
   std::ifstream mf(md), hf(html);
   const std::string mtext((std::istreambuf_iterator<char>(mf)), {}), htext((std::istreambuf_iterator<char>(hf)), {});
   CHECK(mtext.find("| candidate | tau | density | rel_l2 vs sage2_sm121 | rel_l2 vs exact |") != std::string::npos);
   CHECK(mtext.find("not timed (--pairs 0)") != std::string::npos);
   CHECK(htext.find("<th>rel_l2 vs exact</th>") != std::string::npos);
   CHECK(htext.find("has no block") != std::string::npos);
+  CHECK(htext.find("<tr><th>pairs</th><td><code>0</code>") != std::string::npos);
   const Run t = cli(args);
   CHECK(t.rc == 1);
   CHECK(t.out.find("summary: 0 accepted") != std::string::npos);
@@ -125,6 +129,41 @@ TEST_CASE("touchstone sweep --gate: the seed's table as terminal, JSON, Markdown
   CHECK(cli(args + " --html /nonexistent/dir/t.html").rc == 2);
   CHECK(cli(args + " --pairs -1").rc == 2);
   fs::remove(html);
+}
+
+TEST_CASE("touchstone sweep: tau as the user wrote it in text, JSON and page (-100, not -1e+02)") {
+  namespace fs = std::filesystem;
+  const std::string html = fs::path(tiny_fixture()).parent_path().string() + "/sweep_tau_" + std::to_string(getpid()) + ".html";
+  const std::string args = "sweep \"" + tiny_fixture() + "\" --tau -100,1.2345678 --param block_k=8 --gate sparse_acceptance";
+  const Run j = cli(args + " --html \"" + html + "\" --json");
+  const auto rep = nlohmann::json::parse(j.out);
+  REQUIRE(rep.at("gate").at("candidates").size() == 2);
+  CHECK(rep.at("gate").at("candidates")[0].at("candidate") == "sol:tau=-100,block_k=8");
+  CHECK(rep.at("gate").at("candidates")[0].at("shown")[0] == "-100");
+  CHECK(rep.at("gate").at("candidates")[1].at("candidate") == "sol:tau=1.2345678,block_k=8");
+  CHECK(rep.at("gate").at("candidates")[1].at("shown")[0] == "1.2345678");
+  CHECK(rep.at("rows")[0].at("tau") == -100);
+  std::ifstream hf(html);
+  const std::string page((std::istreambuf_iterator<char>(hf)), {});
+  CHECK(page.find("sol:tau=-100,block_k=8") != std::string::npos);
+  CHECK(page.find("sol:tau=1.2345678,block_k=8") != std::string::npos);
+  CHECK(page.find("e+02") == std::string::npos);
+  const Run t = cli(args);
+  CHECK(t.out.find("sol:tau=-100,block_k=8") != std::string::npos);
+  CHECK(t.out.find("e+02") == std::string::npos);
+  CHECK(t.out.find("1.23457 ") == std::string::npos);
+  const Run plain = cli("sweep \"" + tiny_fixture() + "\" --tau -100,1.2345678 --param block_k=8");
+  CHECK(plain.out.find("\n     -100 ") != std::string::npos);
+  CHECK(plain.out.find("\n1.2345678 ") != std::string::npos);
+  fs::remove(html);
+}
+
+TEST_CASE("touchstone gate --pairs 0: the run's context holds no pair, --pairs N holds N") {
+  const std::string args = "gate --gate sparse_acceptance --fixture \"" + tiny_fixture() + "\" --candidate sol:tau=0";
+  const Run none = cli(args + " --pairs 0 --json");
+  CHECK(nlohmann::json::parse(none.out).at("context").at("pairs") == 0);
+  const Run three = cli(args + " --pairs 3 --json");
+  CHECK(nlohmann::json::parse(three.out).at("context").at("pairs") == 3);
 }
 
 TEST_CASE("touchstone bench emulation: times every backend against exact") {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <nlohmann/json.hpp>
 
 #include "catch.hpp"
 #include "cli_runner.hpp"
@@ -121,6 +122,34 @@ TEST_CASE("terminal report: a NaN in the candidate is reported once, the rules i
     ++in_md;
   CHECK(in_md == 2);
   CHECK(md.find("sage_like, direction, vs_exact, ") != std::string::npos);
+  // JUnit (a test case a rule) and the HTML rules table point the seven rules to finite_guard,
+  // which alone gives the count (JUnit: its failure's message and body).
+  const std::string xml_path = dir() + "/terminal_nan.xml", html_path = dir() + "/terminal_nan.html",
+                    json_path = dir() + "/terminal_nan.json";
+  const CliResult all = cli("gate --gate sage_compat --fixture " + f + " --candidate stored:nanny --junit " + xml_path +
+                            " --html " + html_path + " --json " + json_path);
+  CHECK(all.code == 1);
+  const auto mentions = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  const std::string xml = ts::test::read_file(xml_path), html = ts::test::read_file(html_path);
+  CHECK(mentions(xml, "non-finite values") == 2);
+  CHECK(mentions(xml, "message=\"NaN/Inf in the candidate: see finite_guard\"") == 7);
+  CHECK(mentions(html, "non-finite values") == 1);
+  CHECK(mentions(html, "<td>NaN/Inf in the candidate: see finite_guard</td>") == 7);
+  // Its figures read NaN, the direction (cosine) too, never missing (JSON: the string "NaN").
+  const auto j = nlohmann::json::parse(ts::test::read_file(json_path));
+  size_t nan_figures = 0;
+  for (const auto& rule : j["candidates"][0]["rules"]) {
+    if (rule["metric"] == "speedup" || rule.value("builtin", false)) continue;
+    INFO(rule.dump());
+    CHECK(rule["figure"] == "NaN");
+    ++nan_figures;
+  }
+  CHECK(nan_figures == 7);
+  CHECK(html.find("<td class=\"num gapcell\">missing</td><td>&gt;= 0.999</td>") == std::string::npos);
 }
 
 TEST_CASE("terminal report: triage's text fits 100 columns off a terminal, its commands still one shell line each") {
