@@ -175,10 +175,17 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("exit_code", &ts::GateRun::exit_code)
       .def("to_json", [](const ts::GateRun& r) { return r.to_json().dump(); })
       .def("render_terminal",
-           [](const ts::GateRun& r, std::optional<int> width) {
-             return width ? ts::render_terminal(r, *width) : ts::render_terminal(r);
+           [](const ts::GateRun& r, std::optional<int> width, std::optional<std::string> input) {
+             // Another name for the input (the user's fixture, where the run read a working copy
+             // of it): given before the report is laid out, so that a long path wraps as the
+             // report wraps it, where replacing it in the text afterwards could find it cut.
+             ts::GateRun shown = r;
+             if (input) shown.input = *input;
+             return width ? ts::render_terminal(shown, *width) : ts::render_terminal(shown);
            },
-           py::arg("width") = py::none(), "the terminal report; width: columns (default COLUMNS, else 100)")
+           py::arg("width") = py::none(), py::arg("input") = py::none(),
+           "the terminal report; width: columns (default COLUMNS, else 100); input: the name its input "
+           "line gives (default the run's)")
       .def("render_json", [](const ts::GateRun& r) { return ts::render_json(r); })
       .def("render_junit", &ts::render_junit)
       .def("render_markdown", &ts::render_markdown)

@@ -28,3 +28,22 @@ def fill(text, columns=None, indent="", subsequent=None):
     return textwrap.fill(text, columns or width(), initial_indent=indent,
                          subsequent_indent=indent + "    " if subsequent is None else subsequent,
                          break_long_words=False, break_on_hyphens=False)
+
+
+def fill_within(text, columns=None, indent="", subsequent=None):
+    """As fill(), but every line fits `columns`: a word longer than its line (a path under a
+    long TMPDIR) is broken after a '/' where one falls in the line, else at the line's end. Its
+    pieces continue at the start of the next lines, with no indent, so that they join back into
+    the word by concatenation (as the C++ report continues a cut shell word at column 0)."""
+    columns = columns or width()
+    out = []
+    for line in fill(text, columns, indent, subsequent).split("\n"):
+        while len(line) > columns:
+            cut = line.rfind("/", 0, columns) + 1
+            # A break before the line's first word, or inside the indent, keeps nothing on it.
+            if cut <= len(line) - len(line.lstrip(" ")) or " " in line[cut:columns]:
+                cut = columns
+            out.append(line[:cut])
+            line = line[cut:]
+        out.append(line)
+    return "\n".join(out)

@@ -106,17 +106,18 @@ def _failure_message(run, verdict, gate_name, fixture, copy):
             rules = [f"{', '.join(o.id for o in nan)} [fail]: the candidate's non-finite values "
                      "(finite_guard below)"] + [f"{o.id} [{o.status}]: {o.message}"
                                                  for o in failed if o not in nan]
-    lines = [terminal.fill(f"{verdict.candidate}: {verdict.verdict} by gate {gate_name}, on {fixture}",
-                           MESSAGE_COLUMNS)]
+    # fill_within: a path longer than a line (a long TMPDIR) is broken after a '/', never left
+    # past the message's columns.
+    lines = [terminal.fill_within(f"{verdict.candidate}: {verdict.verdict} by gate {gate_name}, on {fixture}",
+                                  MESSAGE_COLUMNS)]
     if failed:
         lines.append("rules not passed (those locating the fault first):")
-        lines += [terminal.fill(r, MESSAGE_COLUMNS, "  ", "      ") for r in rules]
-    report = run.render_terminal(width=MESSAGE_COLUMNS).rstrip("\n")
+        lines += [terminal.fill_within(r, MESSAGE_COLUMNS, "  ", "      ") for r in rules]
     # The report's input is the user's fixture; its repro line keeps the copy, where the
     # candidate's output is stored.
-    report = report.replace(f"input: {copy} (", f"input: {fixture} (")
-    lines += ["", report, terminal.fill(f"(the fixture with the candidate's output: {copy})",
-                                        MESSAGE_COLUMNS, "", "")]
+    report = run.render_terminal(width=MESSAGE_COLUMNS, input=fixture).rstrip("\n")
+    lines += ["", report, terminal.fill_within(f"(the fixture with the candidate's output: {copy})",
+                                               MESSAGE_COLUMNS, "", "")]
     return "\n".join(lines)
 
 

@@ -3,6 +3,8 @@
 assert_gate; the broken one fails with a message naming the rule and the head."""
 import os
 import re
+import shutil
+import tempfile
 
 import numpy as np
 import pytest
@@ -25,6 +27,16 @@ def one_head_scaled(q, k, v, softmax_scale):
     out = good_attention(q, k, v, softmax_scale).float()
     out[:, 0] *= 1.05
     return out.to(q.dtype)
+
+
+def kept_copy(msg):
+    """The working copy the message's last line names: a path longer than a line continues on
+    the lines below it, unindented, and joins back by concatenation."""
+    lead = "(the fixture with the candidate's output:"
+    at = msg.rindex("\n" + lead) + 1 + len(lead)
+    kept = msg[at:].replace("\n", "").strip()
+    assert kept.endswith(")"), msg[at:]
+    return kept[:-1]
 
 
 def test_a_good_kernel_is_sage_like(tiny_fixture):
@@ -50,16 +62,26 @@ def test_a_kernel_scaling_one_head_fails_naming_the_rule_and_the_head(tiny_fixtu
     named = re.findall(r"\bhead\s*[=:#]?\s*(\d+)", lines[0])
     if named:
         assert named[0] == "0", lines[0]
-    kept = msg.splitlines()[-1]
-    assert kept.startswith("(the fixture with the candidate's output: ")
-    path = kept[len("(the fixture with the candidate's output: "):-1]
+    path = kept_copy(msg)
     assert os.path.isfile(path)
     assert "one_head_scaled" in touchstone.read_fixture(path).outputs
 
 
+@pytest.mark.parametrize("folders", ["short", "long"])
 def test_a_failure_leads_with_where_it_fails_in_100_columns_from_the_users_frame(tiny_fixture,
-                                                                                monkeypatch):
+                                                                                monkeypatch,
+                                                                                tmp_path, folders):
     monkeypatch.setenv("COLUMNS", "240")  # the terminal running pytest does not widen the message
+    if folders == "long":
+        # A long TMPDIR (a CI runner's work folder): the fixture, and the working copy that
+        # assert_gate makes under TMPDIR, lie at paths longer than a line of the message.
+        deep = tmp_path / ("a-very-long-directory-name-" + "x" * 40) / ("and-deeper-" + "y" * 40)
+        deep.mkdir(parents=True)
+        shutil.copyfile(tiny_fixture, deep / "tiny.h5")
+        tiny_fixture = str(deep / "tiny.h5")
+        assert len(tiny_fixture) > 100
+        monkeypatch.setenv("TMPDIR", str(deep))
+        monkeypatch.setattr(tempfile, "tempdir", str(deep))  # gettempdir() read TMPDIR once
     with pytest.raises(AssertionError) as e:
         assert_sage_like(tiny_fixture, one_head_scaled)
     # pytest shows the test's own line, not touchstone.testing's frames.
@@ -72,16 +94,27 @@ def test_a_failure_leads_with_where_it_fails_in_100_columns_from_the_users_frame
     # After the verdict, the rules not passed, those naming the head first: one rule a line
     # (continued under it), never the whole report again in one line.
     at = next(i for i, l in enumerate(lines) if l.startswith("rules not passed"))
-    assert at <= 2  # the verdict line (and its continuation) above
+    # The verdict line names the user's fixture, continued over as many lines as its path takes.
+    assert at <= 2 + len(tiny_fixture) // 90
+    assert tiny_fixture in "".join(l.strip() for l in lines[:at])
     assert lines[at + 1].startswith("  head_vs_exact [fail]: ")
     assert "worst head 0" in " ".join(lines[at + 1:at + 3])
     rules = [l for l in lines[at + 1:lines.index("")] if not l.startswith("      ")]
     assert len(rules) >= 2 and all(l.count("[fail]") == 1 for l in rules), rules
-    # The report's input is the user's fixture; the copy is named only where its output is needed.
-    assert f"input: {tiny_fixture} (fixture)" in lines
-    copies = [l for l in lines if "touchstone-assert-" in l]
-    assert all("repro:" in l or "--fixture" in l or l.startswith("(the fixture with the candidate's")
-               for l in copies), copies
+    # The report's input is the user's fixture (cut, not lost, where the path is longer than a
+    # line); the copy is named only where its output is needed (the repro line, the last line),
+    # in its folder under TMPDIR.
+    msg = str(e.value)
+    copy = kept_copy(msg)
+    assert os.path.isfile(copy) and os.path.dirname(os.path.dirname(copy)) == tempfile.gettempdir()
+    inp = next(i for i, l in enumerate(lines) if l.startswith("input:"))
+    assert f"input:{tiny_fixture}(fixture)" in "".join(lines[inp:inp + 4]).replace(" ", "")
+    if len(f"input: {tiny_fixture} (fixture)") <= 100:
+        assert f"input: {tiny_fixture} (fixture)" in lines
+    # The copy's folder, in the text read with every line's cut joined: the repro line and the
+    # last line, nowhere else.
+    flat = "".join(l.strip().rstrip("\\").strip() for l in lines)
+    assert flat.count(os.path.basename(os.path.dirname(copy))) == 2, msg
 
 
 def test_tensor_and_stored_candidates_and_an_untouched_fixture(tiny_fixture, touchstone_load,
