@@ -1,6 +1,7 @@
 #include "drivers/batch_plan.hpp"
 
 #include <glob.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -44,6 +45,17 @@ double run_core_s(const std::string& spec, const BlockConfig& c) {
   if (s.is_stored()) return 0;
   if (s.is_device()) return dense_core_s(c) / kDeviceCoreFactor;
   return dense_core_s(c);  // exact, sage2, sol (at most dense), a plugin (unknown: as dense)
+}
+
+// A plugin's library as stat() says it is (size, modification time in ns): a kernel rebuilt
+// under the same path is another candidate, so --resume judges it again.
+std::string library_state(const std::string& spec) {
+  const BackendSpec s = BackendSpec::parse(spec);
+  if (!s.is_plugin()) return "";
+  struct stat st {};
+  if (::stat(s.argument().c_str(), &st) != 0) return "|library absent";
+  return "|library " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec);
 }
 
 std::string fnv_hex(const std::string& s) {
@@ -429,7 +441,8 @@ BatchPlan load_plan(const std::string& path) {
           bc.baseline = base;
           bc.candidate = c;
           bc.cost_s = (1 + timed) * run_core_s(c, cfg) + timed * run_core_s(base, cfg);
-          bc.key = fx + "|" + bc.gate + "|" + base + "|" + c + "|" + opt_digest + "|" + fx_state + "|" + gate_digests[gi];
+          bc.key = fx + "|" + bc.gate + "|" + base + "|" + c + "|" + opt_digest + "|" + fx_state + "|" + gate_digests[gi] +
+                   library_state(base) + library_state(c);
           plan.cases.push_back(bc);
           plan.group_cost_s.push_back(shared);
           slow_runs.push_back({c, 1 + timed});

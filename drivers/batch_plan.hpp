@@ -19,9 +19,10 @@ struct BatchCase {
   std::string id;  // "c0007": its place in the expansion, the order of every report
   std::string fixture, gate, baseline, candidate;
   double cost_s = 0;  // this candidate's own runs (batch_plan.cpp estimate_case_s)
-  // "fixture|gate|baseline|candidate|options digest|fixture files state|gate text digest": what
-  // --resume matches a result by, so a fixture, an output file or a gate file written since
-  // the record was made judges the case again (fixture_files_state).
+  // "fixture|gate|baseline|candidate|options digest|fixture files state|gate text digest", then
+  // "|library SIZE MTIME" for a plugin baseline and candidate: what --resume matches a result
+  // by, so a fixture, an output file, a gate file or a plugin library written since the record
+  // was made judges the case again (fixture_files_state).
   std::string key;
   nlohmann::json to_json() const;
   static BatchCase from_json(const nlohmann::json& j, const std::string& where);

@@ -112,7 +112,7 @@ void say_resumed(const Reports& reports, const ts::BatchPlan& plan, const std::s
   os << "touchstone batch: --resume kept " << kept << " of " << ids.size() << " cases (judged already in " << dir
      << "); running the other " << ids.size() - kept;
   if (changed > 0)
-    os << " (" << changed << " of them judged before their fixture, its outputs or their gate file changed)";
+    os << " (" << changed << " of them judged before their fixture, its outputs, their gate file or a plugin library changed)";
   os << "\n" << std::flush;
 }
 

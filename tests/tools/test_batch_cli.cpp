@@ -415,8 +415,8 @@ TEST_CASE("touchstone batch --resume judges again a case whose fixture, its outp
   INFO(loosened.out << loosened.err);
   CHECK(loosened.code == 0);
   CHECK(loosened.out.find("--resume kept 0 of 2 cases") != std::string::npos);
-  CHECK(loosened.out.find("running the other 2 (2 of them judged before their fixture, its outputs or their gate "
-                          "file changed)\n") != std::string::npos);
+  CHECK(loosened.out.find("running the other 2 (2 of them judged before their fixture, its outputs, their gate "
+                          "file or a plugin library changed)\n") != std::string::npos);
 
   // Other inputs under the same name.
   REQUIRE(cli("fixture synth --preset tiny --seed 22 -o " + f + " --force").code == 0);
@@ -430,6 +430,30 @@ TEST_CASE("touchstone batch --resume judges again a case whose fixture, its outp
   const Result output = cli("batch " + p + results + " --resume");
   INFO(output.out << output.err);
   CHECK(output.out.find("--resume kept 0 of 2 cases") != std::string::npos);
+}
+
+TEST_CASE("touchstone batch --resume judges again a plugin candidate whose library was rebuilt") {
+  const std::string d = plan_dir();
+  const std::string f = d + "/resume-plugin-fx.h5";
+  REQUIRE(cli("fixture synth --preset tiny --seed 23 -o " + f + " --force").code == 0);
+  const std::string so = d + "/libkernel.so";
+  fs::copy_file(std::string(TOUCHSTONE_PLUGIN_DIR) + "/libtsk_host_attention.so", so,
+                fs::copy_options::overwrite_existing);
+  const std::string p = write_plan("resume-plugin.json", R"({"schema": "touchstone.plan/1",
+    "fixtures": ["resume-plugin-fx.h5"], "gates": ["sage_compat"], "candidates": ["plugin:)" + so + R"("]})");
+  const std::string results = " --results " + d + "/resume-plugin.results";
+  const Result first = cli("batch " + p + results);
+  INFO(first.out << first.err);
+  REQUIRE((first.code == 0 || first.code == 1));
+  CHECK(cli("batch " + p + results + " --resume").out.find("--resume kept 1 of 1 cases") != std::string::npos);
+
+  // The same path, another build of the kernel (here: another library in its place).
+  fs::copy_file(std::string(TOUCHSTONE_PLUGIN_DIR) + "/libtsk_cliff.so", so, fs::copy_options::overwrite_existing);
+  const Result rebuilt = cli("batch " + p + results + " --resume");
+  INFO(rebuilt.out << rebuilt.err);
+  CHECK(rebuilt.out.find("--resume kept 0 of 1 cases") != std::string::npos);
+  CHECK(rebuilt.out.find("(1 of them judged before their fixture, its outputs, their gate file or a plugin library "
+                         "changed)") != std::string::npos);
 }
 
 TEST_CASE("touchstone batch: options.pairs 0 means what gate --pairs 0 does") {
