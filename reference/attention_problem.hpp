@@ -15,6 +15,10 @@ namespace ts {
 
 struct AttentionProblem {
   BSHDView q, k, v;  // [S, H, D], values as the kernel receives them (bf16 in a real run)
+  // The same inputs as a fixture stores them, [S, H, D] (LoadOptions::stored_inputs). Where
+  // given, q.p, k.p and v.p are null: such a problem goes only to backends that read stored
+  // inputs (AttentionBackend::reads_stored_inputs), which read the same values from these.
+  const StoredTensor *q_stored = nullptr, *k_stored = nullptr, *v_stored = nullptr;
   DType input_dtype = DType::bf16;
   std::vector<Segment> segments;  // packed sequence; every query attends to every segment
   double softmax_scale = 0.0;
@@ -22,7 +26,13 @@ struct AttentionProblem {
 
   // Throws InputError when q, k, v disagree with each other or the segments.
   void validate() const;
+  bool stored_only() const { return q_stored != nullptr; }
 };
+
+// A problem over stored q, k, v [S, H, D] (no values in memory), with the config's segments
+// and softmax scale; the tensors must outlive the problem. Validates.
+AttentionProblem make_stored_attention_problem(const StoredTensor& q, const StoredTensor& k, const StoredTensor& v,
+                                               DType input_dtype, const BlockConfig& config);
 
 // Views over q, k, v [S, H, D] with the config's segments and softmax scale;
 // the tensors must outlive the problem. Validates.
@@ -66,6 +76,9 @@ class AttentionBackend {
   // of one run taken interleaved with another kernel's pair by round; samples
   // of different runs differ by run-to-run variance too. Empty when unknown.
   virtual std::vector<std::string> stored_timing_runs() const { return {}; }
+  // Whether run() takes a problem of stored inputs (AttentionProblem::stored_only): backends
+  // that convert the inputs to their own layout first read them from the file's bytes.
+  virtual bool reads_stored_inputs() const { return false; }
   // Replays a stored output: reading it is not running a kernel, so it is
   // never timed here.
   virtual bool is_stored() const { return false; }

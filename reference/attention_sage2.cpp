@@ -206,9 +206,9 @@ Sage2Prepared sage2_prepare(const AttentionProblem& p, const Sage2Config& c) {
   pr.H = p.q.H;
   pr.S = p.q.S;
   pr.D = p.q.D;
-  pr.q_raw = sage2::to_head_major(p.q);
-  pr.k_raw = sage2::to_head_major(p.k);
-  pr.v_raw = sage2::to_head_major(p.v);
+  pr.q_raw = sage2::to_head_major(p.q, p.q_stored);
+  pr.k_raw = sage2::to_head_major(p.k, p.k_stored);
+  pr.v_raw = sage2::to_head_major(p.v, p.v_stored);
   if (c.smooth_k) {
     pr.km = sage2::smoothing_mean(pr.k_raw, p.input_dtype);
     pr.k_raw = sage2::subtract_mean(pr.k_raw, pr.km, c.granularity, p.input_dtype);
@@ -300,6 +300,7 @@ class Sage2Backend : public AttentionBackend {
   AttentionResult run(const AttentionProblem& problem) override {
     return sage2_attention(problem, c_);
   }
+  bool reads_stored_inputs() const override { return true; }  // sage2_prepare converts them
 
  private:
   Sage2Config c_;

@@ -65,9 +65,9 @@ SolPrepared sol_prepare_inputs(const AttentionProblem& p, const SolConfig& c) {
   for (size_t b = 0; b < pr.blocks.size(); ++b)
     if (pr.blocks[b].video) pr.video_block_ids.push_back(static_cast<int64_t>(b));
   pr.VB = static_cast<int64_t>(pr.video_block_ids.size());
-  pr.q = sage2::to_head_major(p.q);
-  pr.k = sage2::to_head_major(p.k);
-  pr.v = sage2::to_head_major(p.v);
+  pr.q = sage2::to_head_major(p.q, p.q_stored);
+  pr.k = sage2::to_head_major(p.k, p.k_stored);
+  pr.v = sage2::to_head_major(p.v, p.v_stored);
   const int64_t H = pr.H, D = pr.D, QB = pr.QB, VB = pr.VB;
   pr.kbar.assign(static_cast<size_t>(H * VB * D), 0.0f);
   pr.vbar.assign(static_cast<size_t>(H * VB * D), 0.0f);
@@ -487,6 +487,7 @@ class SolBackend : public AttentionBackend {
   std::string name() const override { return name_; }
   nlohmann::json params() const override { return sol_params(c_); }
   AttentionResult run(const AttentionProblem& problem) override { return sol_attention(problem, c_); }
+  bool reads_stored_inputs() const override { return true; }  // sol_prepare_inputs converts them
 
  private:
   SolConfig c_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "core/error.hpp"
@@ -11,18 +12,40 @@
 
 namespace ts::sage2 {
 
-HeadMajor to_head_major(const BSHDView& v) {
+HeadMajor to_head_major(const BSHDView& v, const StoredTensor* stored) {
   HeadMajor out;
   out.H = v.H;
   out.S = v.S;
   out.D = v.D;
   zero_fill(out.x, static_cast<size_t>(v.H * v.S * v.D));
-#pragma omp parallel for schedule(static)
+  if (!v.p && !stored) throw InternalError("to_head_major: neither values nor stored elements");
+  // Heads times stretches of tokens: 56 heads alone leave cores idle on a 16-core machine.
+  constexpr int64_t kTokens = 512;
+  const int64_t stretches = (v.S + kTokens - 1) / kTokens;
+#pragma omp parallel for collapse(2) schedule(static)
   for (int64_t h = 0; h < v.H; ++h)
-    for (int64_t s = 0; s < v.S; ++s) {
-      const double* r = v.row(s, h);
-      float* o = out.head(h) + s * v.D;
-      for (int64_t d = 0; d < v.D; ++d) o[d] = static_cast<float>(r[d * v.sD]);
+    for (int64_t c = 0; c < stretches; ++c) {
+      std::vector<double> row(v.p ? 0 : static_cast<size_t>(v.D));
+      for (int64_t s = c * kTokens; s < std::min(v.S, (c + 1) * kTokens); ++s) {
+        float* o = out.head(h) + s * v.D;
+        if (v.p) {
+          const double* r = v.row(s, h);
+          for (int64_t d = 0; d < v.D; ++d) o[d] = static_cast<float>(r[d * v.sD]);
+          continue;
+        }
+        // The stored [S, H, D] elements; bfloat16 widened from its bits (the float64 path's value).
+        const int64_t first = (s * v.H + h) * v.D;
+        if (const unsigned char* b = stored->dtype == DType::bf16 ? stored->bytes_of(first, v.D) : nullptr) {
+          for (int64_t d = 0; d < v.D; ++d) {
+            uint16_t bits;
+            std::memcpy(&bits, b + 2 * d, 2);
+            o[d] = num::bf16_from_bits(bits);
+          }
+          continue;
+        }
+        stored->to_double(first, v.D, row.data());
+        for (int64_t d = 0; d < v.D; ++d) o[d] = static_cast<float>(row[static_cast<size_t>(d)]);
+      }
     }
   return out;
 }

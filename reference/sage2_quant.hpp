@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/stored_tensor.hpp"
 #include "core/tensor.hpp"
 
 namespace ts::sage2 {
@@ -20,7 +21,9 @@ struct HeadMajor {
   float* head(int64_t h) { return x.data() + h * S * D; }
   const float* head(int64_t h) const { return x.data() + h * S * D; }
 };
-HeadMajor to_head_major(const BSHDView& v);
+// From the view's values, or where it has none (v.p null) from `stored`, the same [S, H, D]
+// elements as a file stores them: the same floats either way.
+HeadMajor to_head_major(const BSHDView& v, const StoredTensor* stored = nullptr);
 
 // Rounds a float32 to the element type the kernel's tensors hold (bf16, fp16,
 // or float32 unchanged).

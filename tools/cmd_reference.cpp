@@ -94,14 +94,17 @@ int run(const Opts& o) {
   if (o.store_routing && !ts::BackendSpec::parse(spec).routes())
     throw ts::InputError("--store-routing: only the sol family routes (backend sol or sol_cuda, not '" + o.backend + "')");
   ts::require_device_for(spec);
+  std::optional<ts::Phase> setup(std::in_place, "backend");
+  auto backend = ts::make_attention_backend(spec, {o.fixture});
+  setup.reset();
   ts::LoadOptions lo;
   lo.allow_nonfinite = o.allow_nonfinite;
+  lo.stored_inputs = backend->reads_stored_inputs();
   const ts::Fixture fx = [&] {
     ts::Phase ph("load fixture");
     return ts::load_fixture(o.fixture, lo);
   }();
-  std::optional<ts::Phase> setup(std::in_place, "backend and problem");
-  auto backend = ts::make_attention_backend(spec, {o.fixture});
+  setup.emplace("problem");
   const ts::AttentionProblem problem = ts::attention_problem(fx);
   setup.reset();
   const auto t0 = std::chrono::steady_clock::now();

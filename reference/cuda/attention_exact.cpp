@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -13,14 +14,20 @@
 namespace ts::cuda {
 namespace {
 
-// The device part reads contiguous [S, H, D] doubles: the view itself, or a packed copy of a strided one.
+// What the device part reads as one input ([S, H, D] contiguous): the view's values (or a packed copy of a
+// strided view), or the elements as the fixture stores them (AttentionProblem::stored_only).
 struct HostInput {
   std::vector<double> packed;
   const double* p = nullptr;
+  const StoredTensor* stored = nullptr;
 };
 
-HostInput host_input(const BSHDView& x) {
+HostInput host_input(const BSHDView& x, const StoredTensor* stored) {
   HostInput h;
+  if (!x.p) {
+    h.stored = stored;
+    return h;
+  }
   if (x.sD == 1 && x.sH == x.D && x.sS == x.H * x.D) {
     h.p = x.p;
     return h;
@@ -41,21 +48,59 @@ HostInput host_input(const BSHDView& x) {
 // thread in the process, each chunk waiting for a descheduled one.
 constexpr int64_t kPiece = 1 << 15;
 
-bool narrow_chunk(const double* src, float* dst, size_t n) {
+// Elements [first, first + n) of an input as float64: a pointer into its values, or `tmp` filled from the
+// stored elements.
+const double* input_values(const HostInput& in, size_t first, size_t n, std::vector<double>& tmp) {
+  if (in.p) return in.p + first;
+  tmp.resize(n);
+  in.stored->to_double(static_cast<int64_t>(first), static_cast<int64_t>(n), tmp.data());
+  return tmp.data();
+}
+
+bool narrow_chunk(const void* src, size_t first, float* dst, size_t n) {
+  const auto& in = *static_cast<const HostInput*>(src);
   const int64_t pieces = (static_cast<int64_t>(n) + kPiece - 1) / kPiece;
   int inexact = 0;
 #pragma omp parallel for schedule(dynamic, 1) reduction(| : inexact)
   for (int64_t i = 0; i < pieces; ++i) {
-    const int64_t end = std::min((i + 1) * kPiece, static_cast<int64_t>(n));
+    const int64_t at = i * kPiece, end = std::min((i + 1) * kPiece, static_cast<int64_t>(n));
+    // bfloat16 as stored: every value is a float32 (its bits, shifted).
+    const unsigned char* bits =
+        in.stored && in.stored->dtype == DType::bf16 ? in.stored->bytes_of(static_cast<int64_t>(first) + at, end - at)
+                                                     : nullptr;
+    if (bits) {
+      for (int64_t j = at; j < end; ++j) {
+        uint16_t b;
+        std::memcpy(&b, bits + 2 * (j - at), 2);
+        const uint32_t w = static_cast<uint32_t>(b) << 16;
+        std::memcpy(dst + j, &w, 4);
+      }
+      continue;
+    }
+    std::vector<double> tmp;
+    const double* x = input_values(in, first + static_cast<size_t>(at), static_cast<size_t>(end - at), tmp);
     int bad = 0;
-    for (int64_t j = i * kPiece; j < end; ++j) {
-      const float w = static_cast<float>(src[j]);
+    for (int64_t j = at; j < end; ++j) {
+      const float w = static_cast<float>(x[j - at]);
       dst[j] = w;
-      bad |= static_cast<double>(w) != src[j];
+      bad |= static_cast<double>(w) != x[j - at];
     }
     inexact |= bad;
   }
   return inexact == 0;
+}
+
+void widen_chunk(const void* src, size_t first, double* dst, size_t n) {
+  const auto& in = *static_cast<const HostInput*>(src);
+  const int64_t pieces = (static_cast<int64_t>(n) + kPiece - 1) / kPiece;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t i = 0; i < pieces; ++i) {
+    const size_t at = static_cast<size_t>(i * kPiece), cnt = std::min(static_cast<size_t>(kPiece), n - at);
+    if (in.p)
+      std::memcpy(dst + at, in.p + first + at, cnt * sizeof(double));
+    else
+      in.stored->to_double(static_cast<int64_t>(first + at), static_cast<int64_t>(cnt), dst + at);
+  }
 }
 
 void copy_chunk(const double* src, double* dst, size_t n) {
@@ -80,6 +125,7 @@ class ExactCudaBackend final : public AttentionBackend {
   }
   AttentionResult run(const AttentionProblem& p) override { return attention_exact(p, kernel_, chunk_); }
   std::string device() const override { return "cuda"; }
+  bool reads_stored_inputs() const override { return true; }  // narrowed or widened from the file's bytes
 
  private:
   ExactKernel kernel_;
@@ -102,7 +148,7 @@ AttentionResult attention_exact(const AttentionProblem& p, ExactKernel kernel, l
   if (kernel == ExactKernel::flash && !(why = exact_flash_unsupported(p.q.H, static_cast<int>(p.q.D))).empty())
     throw InputError("exact_cuda: kernel=flash cannot run here: " + why + " (kernel=gemm can)");
   const auto t0 = std::chrono::steady_clock::now();
-  const HostInput q = host_input(p.q), k = host_input(p.k), v = host_input(p.v);
+  const HostInput q = host_input(p.q, p.q_stored), k = host_input(p.k, p.k_stored), v = host_input(p.v, p.v_stored);
   const auto t1 = std::chrono::steady_clock::now();
   // The output is made once the kernel is under way, on all cores (zero_tensor): made beside the uploads by
   // another thread, it took a core from them and 1.2-1.4 s in all.
@@ -117,7 +163,7 @@ AttentionResult attention_exact(const AttentionProblem& p, ExactKernel kernel, l
     return pl->r->out.ptr();
   };
   ExactTiming t;
-  const std::string err = exact_attention_fp64(q.p, k.p, v.p, {narrow_chunk, copy_chunk}, make_output, &place, p.q.S,
+  const std::string err = exact_attention_fp64(&q, &k, &v, {narrow_chunk, widen_chunk, copy_chunk}, make_output, &place, p.q.S,
                                                p.q.H, static_cast<int>(p.q.D), p.softmax_scale, kernel, chunk, &t);
   if (!err.empty()) throw InternalError("exact_cuda: " + err);
   r.stats["device_ms"] = t.device_ms;

@@ -135,7 +135,7 @@ struct Staging {
 
 // dst (n doubles on the device) = src, as float32 chunks while every value is one (then true), else
 // again from the start as float64 (what an earlier chunk wrote is overwritten, in stream order).
-cudaError_t upload(const double* src, double* dst, size_t n, const HostCopies& copies, Staging& st, bool* f32) {
+cudaError_t upload(const void* src, double* dst, size_t n, const HostCopies& copies, Staging& st, bool* f32) {
   cudaError_t e = cudaSuccess;
   for (const bool narrow : {true, false}) {
     bool all = true;
@@ -144,14 +144,14 @@ cudaError_t upload(const double* src, double* dst, size_t n, const HostCopies& c
       const int b = static_cast<int>(c & 1);
       if ((e = cudaEventSynchronize(st.done[b])) != cudaSuccess) return e;  // its last transfer is over
       if (narrow) {
-        if (!(all = copies.narrow(src + off, static_cast<float*>(st.host[b]), cnt))) break;
+        if (!(all = copies.narrow(src, off, static_cast<float*>(st.host[b]), cnt))) break;
         if ((e = cudaMemcpyAsync(st.narrow[b], st.host[b], cnt * sizeof(float), cudaMemcpyHostToDevice,
                                  st.stream)) != cudaSuccess)
           return e;
         widen<<<1024, kThreads, 0, st.stream>>>(st.narrow[b], dst + off, cnt);
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
       } else {
-        copies.copy(src + off, static_cast<double*>(st.host[b]), cnt);
+        copies.widen(src, off, static_cast<double*>(st.host[b]), cnt);
         if ((e = cudaMemcpyAsync(dst + off, st.host[b], cnt * sizeof(double), cudaMemcpyHostToDevice,
                                  st.stream)) != cudaSuccess)
           return e;
@@ -190,7 +190,7 @@ std::string fail(const char* what, cublasStatus_t s) {
 }
 
 // The whole device part; its buffers go back when it returns (`done`: when the output was in place).
-std::string run_device(const double* q, const double* k, const double* v, const HostCopies& copies,
+std::string run_device(const void* q, const void* k, const void* v, const HostCopies& copies,
                        OutputPlace place, void* ctx, long long S, long long H, int D, double scale,
                        ExactKernel kernel, long long chunk, ExactTiming& host, Clock::time_point& done) {
   auto t0 = Clock::now();
@@ -226,7 +226,7 @@ std::string run_device(const double* q, const double* k, const double* v, const 
   t0 = Clock::now();
   const struct {
     const char* what;
-    const double* src;
+    const void* src;
     double* dst;
   } inputs[3] = {{"copy q", q, dq.p}, {"copy k", k, dk.p}, {"copy v", v, dv.p}};
   for (const auto& in : inputs) {
@@ -294,7 +294,7 @@ bool device_available(std::string* why) {
   return true;
 }
 
-std::string exact_attention_fp64(const double* q, const double* k, const double* v, HostCopies copies,
+std::string exact_attention_fp64(const void* q, const void* k, const void* v, HostCopies copies,
                                  OutputPlace place, void* ctx, long long S, long long H, int D, double scale,
                                  ExactKernel kernel, long long chunk, ExactTiming* timing) {
   ExactTiming host;

@@ -26,6 +26,7 @@ class Sage2CudaBackend final : public AttentionBackend {
   }
   AttentionResult run(const AttentionProblem& p) override { return ts::cuda::sage2_attention(p, c_, kernel_); }
   std::string device() const override { return "cuda"; }
+  bool reads_stored_inputs() const override { return true; }  // sage2_prepare converts them
 
  private:
   Sage2Config c_;

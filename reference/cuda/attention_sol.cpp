@@ -20,12 +20,14 @@ namespace ts::cuda {
 struct SolCudaInputs {
   const AttentionProblem* problem = nullptr;
   const double *q = nullptr, *k = nullptr, *v = nullptr;
+  const StoredTensor *q_stored = nullptr, *k_stored = nullptr, *v_stored = nullptr;
   SolConfig config;
   SolPrepared pr;  // r, blocks and dimensions; the big arrays are on the device only
   std::shared_ptr<SolDeviceInputs> device;
 
   bool fits(const AttentionProblem& p, const SolConfig& c) const {
-    return problem == &p && q == p.q.p && k == p.k.p && v == p.v.p && sol_same_inputs(config, c);
+    return problem == &p && q == p.q.p && k == p.k.p && v == p.v.p && q_stored == p.q_stored &&
+           k_stored == p.k_stored && v_stored == p.v_stored && sol_same_inputs(config, c);
   }
 };
 
@@ -56,6 +58,7 @@ class SolCudaBackend final : public AttentionBackend {
     return r;
   }
   std::string device() const override { return "cuda"; }
+  bool reads_stored_inputs() const override { return true; }  // sol_prepare_inputs converts them
   void continue_from(AttentionBackend& earlier) override {
     if (auto* e = dynamic_cast<SolCudaBackend*>(&earlier)) inputs_ = e->inputs_;
   }
@@ -103,6 +106,9 @@ std::shared_ptr<SolCudaInputs> sol_cuda_prepare(const AttentionProblem& problem,
   in->q = problem.q.p;
   in->k = problem.k.p;
   in->v = problem.v.p;
+  in->q_stored = problem.q_stored;
+  in->k_stored = problem.k_stored;
+  in->v_stored = problem.v_stored;
   in->config = c;
   // The context is made beside the host's preparation, which uses every core for a second or more.
   std::string context_err;

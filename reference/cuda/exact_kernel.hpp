@@ -24,11 +24,14 @@ struct ExactTiming {
 // How the host side moves one chunk of an input or of the output (it uses all cores; the device part
 // calls these between transfers). The inputs cross the bus as float32 while every value is one (the
 // bf16/f16/f32 inputs of a real run: half the bytes, widened to float64 on the device, exactly), else as
-// float64.
+// float64. An input is opaque here (`src`: what the host side passed as q, k or v: values in memory,
+// or the elements as a file stores them), read from element `first` on.
 struct HostCopies {
-  // dst[i] = src[i] as float32 for i < n; false when some value is not one (NaN included).
-  bool (*narrow)(const double* src, float* dst, size_t n);
-  void (*copy)(const double* src, double* dst, size_t n);
+  // dst[i] = element first + i of src as float32 for i < n; false when some value is not one (NaN included).
+  bool (*narrow)(const void* src, size_t first, float* dst, size_t n);
+  // dst[i] = element first + i of src, as float64.
+  void (*widen)(const void* src, size_t first, double* dst, size_t n);
+  void (*copy)(const double* src, double* dst, size_t n);  // the output, back
 };
 
 // Which device kernel computes it. flash: fused, float64 tensor cores (compute capability 9.0+),
@@ -51,10 +54,10 @@ std::string exact_flash_exp(const double* y, double* out, long long n);
 using OutputPlace = double* (*)(void* ctx);
 
 // out[S*H*D] = softmax(q k^T * scale) v per head, all [S, H, D] contiguous
-// host arrays; out = place(ctx). gemm processes `chunk` queries at a time (0:
+// (q, k, v read through copies); out = place(ctx). gemm processes `chunk` queries at a time (0:
 // as many as a quarter of the free device memory holds). Returns an empty
 // string, or the failing CUDA/cuBLAS call.
-std::string exact_attention_fp64(const double* q, const double* k, const double* v, HostCopies copies,
+std::string exact_attention_fp64(const void* q, const void* k, const void* v, HostCopies copies,
                                  OutputPlace place, void* ctx, long long S, long long H, int D, double scale,
                                  ExactKernel kernel, long long chunk, ExactTiming* timing);
 
