@@ -1,6 +1,8 @@
 #include "drivers/speed_evidence.hpp"
 
+#include <cstring>
 #include <map>
+#include <memory>
 
 #include "gates/bootstrap.hpp"
 #include "gates/paired_timing.hpp"
@@ -19,6 +21,7 @@ constexpr int64_t kRotateLimitBytes = 256ll << 20;
 // neither side is timed on inputs the other just pulled into cache.
 struct SpeedMeasurer::Inputs {
   std::vector<Tensor> store;  // q, k, v per copy
+  std::vector<StoredTensor> stored;  // q, k, v per copy of a problem of stored inputs (reserved: never moves)
   std::vector<AttentionProblem> problems;
 };
 
@@ -31,6 +34,31 @@ RotatedInputs rotated_inputs(const Fixture& fx, const AttentionProblem& base, in
   const int64_t bytes = 8 * (fx.q.numel() + fx.k.numel() + fx.v.numel());
   if (rotate <= 1 || bytes * rotate > kRotateLimitBytes) {
     r.problems.push_back(base);
+    return r;
+  }
+  if (base.stored_only()) {
+    // Copies of the stored bytes (each its own memory, as the float64 copies are).
+    auto copy = [](const StoredTensor& t) {
+      const size_t esize = t.dtype == DType::bf16 || t.dtype == DType::f16 ? 2 : static_cast<size_t>(dtype_bytes(t.dtype));
+      auto bytes = std::make_shared<std::vector<unsigned char>>(static_cast<size_t>(t.numel()) * esize);
+      for (const auto& sp : t.spans)
+        std::memcpy(bytes->data() + static_cast<size_t>(sp.first) * esize, sp.bytes, static_cast<size_t>(sp.count) * esize);
+      StoredTensor c;
+      c.shape = t.shape;
+      c.dtype = t.dtype;
+      c.spans = {{0, t.numel(), bytes->data()}};
+      c.owner = bytes;
+      return c;
+    };
+    r.stored.reserve(static_cast<size_t>(3 * rotate));
+    for (int i = 0; i < rotate; ++i) {
+      for (const StoredTensor* t : {base.q_stored, base.k_stored, base.v_stored}) r.stored.push_back(copy(*t));
+      AttentionProblem p = base;
+      p.q_stored = &r.stored[r.stored.size() - 3];
+      p.k_stored = &r.stored[r.stored.size() - 2];
+      p.v_stored = &r.stored[r.stored.size() - 1];
+      r.problems.push_back(p);
+    }
     return r;
   }
   r.store.reserve(static_cast<size_t>(3 * rotate));

@@ -226,6 +226,7 @@ SweepResult run_sweep(const std::string& fixture, const SweepOptions& o) {
   {
     LoadOptions lo;
     lo.allow_nonfinite = o.allow_nonfinite;
+    lo.values = false;  // checked here, read once by the case loop (at block24 a float64 copy is 6.5 GB)
     const ExactChoice ex = choose_exact(o.exact, fixture, load_fixture(fixture, lo).config);
     CaseRequest stored = rows;
     stored.candidates.clear();
