@@ -56,12 +56,14 @@ class Faulty final : public ts::AttentionBackend {
   bool on_;
 };
 
-ts::ChainOptions with_fault_in_block(int block) {
+// The fault in one block at every step, or (step >= 0) in that one cell's file only.
+ts::ChainOptions with_fault_in_block(int block, int step = -1) {
   ts::ChainOptions o;
-  o.make = [block](const std::string& spec, const ts::BackendContext& ctx) -> std::unique_ptr<ts::AttentionBackend> {
+  o.make = [block, step](const std::string& spec, const ts::BackendContext& ctx) -> std::unique_ptr<ts::AttentionBackend> {
     if (spec != "faulty") return ts::make_attention_backend(spec, ctx);
-    const bool on = std::filesystem::path(ctx.fixture_path).filename().string().rfind(
-                        "block0" + std::to_string(block) + "_", 0) == 0;
+    const std::string file = std::filesystem::path(ctx.fixture_path).filename().string();
+    const bool on = step < 0 ? file.rfind("block0" + std::to_string(block) + "_", 0) == 0
+                             : file == ts::chain_file_name(block, step);
     return std::make_unique<Faulty>(ts::make_attention_backend(ts::sage2_default_spec(), ctx), on);
   };
   return o;
@@ -184,6 +186,42 @@ TEST_CASE("a planted fault in one block's attention is located to that block") {
     }
     CHECK(worst->block == fault);
   }
+}
+
+TEST_CASE("a planted fault at one block of one step is located to that cell, and carried from there on") {
+  const ts::ChainSet set = ts::open_chain_set({tiny_set()});
+  for (const auto& [fb, fs] : {std::pair{2, 0}, std::pair{1, 1}}) {
+    const ts::ChainRun run = ts::run_chains(set, schedules({"faulty"}), with_fault_in_block(fb, fs));
+    const auto& cells = run.chains[0].cells;
+    REQUIRE(cells.size() == static_cast<size_t>(kBlocks * kSteps));
+    const ts::ChainCell* worst = &cells.front();
+    for (const auto& c : cells) {
+      INFO("fault at block " << fb << " step " << fs << ", cell block " << c.block << " step " << c.step);
+      if (c.own > worst->own) worst = &c;
+      const bool at = c.block == fb && c.step == fs, before = c.step < fs || (c.step == fs && c.block < fb);
+      if (at) {
+        CHECK(c.own > 0.05);
+      } else {
+        CHECK(c.own == 0.0);  // the same block of another step, and every other block, adds nothing
+      }
+      if (before) CHECK(*c.vs_baseline.rel_l2 == 0.0);
+      if (!at && !before) CHECK(c.carried > 0.0);  // the error travels on as carried, never as own
+    }
+    CHECK(worst->block == fb);
+    CHECK(worst->step == fs);
+  }
+  // Dense exactly at that cell passes; dense at the same block of the other step, or at the other
+  // cells of that step, does not: the verdict follows the cell, not the block or the step.
+  ts::ChainJudgeOptions jo;
+  const ts::ChainJudgement j = ts::judge_chains(
+      set, schedules({"faulty", "dense if block=1 and step=1; faulty", "dense if block=1 and step=0; faulty"}),
+      with_fault_in_block(1, 1), jo);
+  REQUIRE(j.cases.run.candidates.size() == 3);
+  CHECK(j.cases.run.candidates[0].verdict == ts::Verdict::reject);
+  CHECK(j.cases.run.candidates[1].verdict == ts::Verdict::accept);
+  CHECK(j.cases.run.candidates[2].verdict == ts::Verdict::reject);
+  for (const auto& c : j.chain.chains[1].cells) CHECK(*c.vs_baseline.rel_l2 == 0.0);
+  CHECK_THAT(ts::chain_text(j, 100), Catch::Contains("largest own error: block 1 of step 1 (own"));
 }
 
 TEST_CASE("a schedule that is dense where the planted fault is passes the gate; one that is not fails") {
