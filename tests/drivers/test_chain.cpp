@@ -286,3 +286,20 @@ TEST_CASE("policy search: a tau given twice is bad input, not the same schedule 
                     Catch::Contains("--tau 1.3 given twice"));
   CHECK(ts::policy_schedules(kSteps, {1.3, 2.0}, "sol", "").size() == 2 * kSteps + 1);
 }
+
+TEST_CASE("the chain page draws at most six step lines, spread from the first step to the last") {
+  const std::string d = ts::test::driver_scratch() + "/chain_7_steps";
+  ts::ChainSynthOptions o;
+  o.base.preset = "tiny";
+  o.base.seed = 5;
+  o.blocks = 1;
+  o.steps = 7;
+  if (!std::filesystem::exists(d)) ts::synthesize_chain(o, d, {});
+  ts::ChainJudgeOptions jo;
+  jo.accuracy_only = true;
+  const std::string html = ts::chain_html(ts::judge_chains(ts::open_chain_set({d}), schedules({"sol:tau=1.3"}), {}, jo));
+  for (int s : {0, 1, 2, 4, 5, 6}) CHECK_THAT(html, Catch::Contains(">step " + std::to_string(s) + "<"));
+  CHECK_THAT(html, !Catch::Contains(">step 3<"));  // six colours for six lines, none shared
+  CHECK_THAT(html, Catch::Contains("6 of 7 steps"));
+  CHECK_THAT(html, !Catch::Contains("series s6"));
+}
