@@ -3,7 +3,9 @@
 // says, a planted fault in one block's attention is located to that block, and
 // a schedule that is dense there passes the gate while one that is not fails.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "catch.hpp"
 #include "core/error.hpp"
@@ -279,6 +281,57 @@ TEST_CASE("policy search: the cheapest ACCEPTed schedule, the frontier fastest f
   const std::string html = ts::chain_html(j);
   CHECK(html.find("<svg") != std::string::npos);
   CHECK(j.to_json()["chosen"].is_string());
+}
+
+TEST_CASE("policy with timed attention: faster is judged on summed time and the search ranks by it") {
+  // The gate opts the emulations' times in (time_emulations), so speed is judged, not shown only;
+  // which schedule is faster on this host is not asserted, only that each one was judged.
+  const std::string gate = ts::test::driver_scratch() + "/chain_timed.json";
+  std::ofstream(gate) << R"({"schema": "touchstone.gate/1", "name": "chain_timed", "tensor": "output",
+    "time_emulations": true, "rules": [
+    {"id": "sage_like_at_end", "metric": "rel_l2", "against": "baseline", "max": 0.15},
+    {"id": "faster", "metric": "speedup", "against": "baseline", "min": 1.0, "optional": true}]})";
+  const ts::ChainSet set = ts::open_chain_set({tiny_set()});
+  ts::ChainJudgeOptions jo;
+  jo.gate = gate;
+  ts::ChainJudgement j = ts::judge_chains(set, schedules(ts::policy_schedules(kSteps, {3.0}, "sol", "int8_qk")), {}, jo);
+  j.search = true;
+  REQUIRE(j.chain.chains.size() == kSteps + 1);
+  for (size_t i = 0; i < j.chain.chains.size(); ++i) {
+    INFO(j.chain.chains[i].schedule.text);
+    CHECK(j.time_is_real[i]);
+    const ts::RuleOutcome* faster = nullptr;
+    for (const auto& o : j.cases.run.candidates[i].outcomes)
+      if (o.id == "faster") faster = &o;
+    REQUIRE(faster);
+    CHECK(faster->status != ts::RuleStatus::missing);
+    REQUIRE(faster->figure);
+    CHECK(std::isfinite(*faster->figure));
+    CHECK(*faster->figure > 0);
+    REQUIRE(faster->interval);
+    CHECK(faster->interval->lower <= *faster->figure);
+    CHECK(*faster->figure <= faster->interval->upper);
+    CHECK(j.cases.run.candidates[i].clock == "host_steady");
+  }
+  // All-dense runs the baseline's own blocks: speedup exactly 1 at every cell, which `min 1` passes.
+  const ts::RuleOutcome* dense_faster = nullptr;
+  for (const auto& o : j.cases.run.candidates.back().outcomes)
+    if (o.id == "faster") dense_faster = &o;
+  REQUIRE(dense_faster);
+  CHECK(dense_faster->status == ts::RuleStatus::pass);
+  CHECK(*dense_faster->figure == 1.0);
+  // The cost the search ranks by and the frontier's order are the summed times, not the work.
+  for (size_t k = 1; k < j.ranked.size(); ++k)
+    CHECK(j.chain.chains[j.ranked[k - 1]].attention_ms() <= j.chain.chains[j.ranked[k]].attention_ms());
+  for (size_t k = 1; k < j.frontier.size(); ++k)
+    CHECK(j.chain.chains[j.frontier[k - 1]].attention_ms() <= j.chain.chains[j.frontier[k]].attention_ms());
+  REQUIRE(j.chosen);  // all-dense at least
+  for (size_t i : j.ranked) {
+    if (i == *j.chosen) break;
+    CHECK(j.cases.run.candidates[i].verdict != ts::Verdict::accept);  // the cheapest ACCEPTed by time
+  }
+  CHECK_THAT(ts::chain_text(j, 100), Catch::Contains("cheapest first (summed kernel attention time)"));
+  CHECK(j.to_json()["chains"][0]["time_note"] == "kernel times, summed over cells");
 }
 
 TEST_CASE("policy search: a tau given twice is bad input, not the same schedule run twice") {
