@@ -131,6 +131,13 @@ ChainSet open_chain_set(const std::vector<std::string>& args) {
     const std::string g = read_attrs(f, "/config").dump();
     if (geometry.empty()) geometry = g;
     if (g != geometry) throw InputError(f + ": its /config differs from " + files[0] + "'s (one geometry per set)");
+    // An attention-only set (AttentionSetCapture) has the set's layout but none of a block's inputs:
+    // say which capture writes what a chain needs, not just which dataset is absent.
+    const std::vector<std::string> top = list_group(f, "/");
+    if (std::find(top.begin(), top.end(), "block") == top.end())
+      throw InputError(f + ": no /block (an attention-only fixture: q, k, v and outputs); a chain runs whole "
+                           "blocks: capture the set with touchstone.BlockSetCapture, or synthesize one with "
+                           "`touchstone fixture synth --blocks N --steps M`");
     if (!has_dataset(f, "/block/x"))
       throw InputError(f + ": /block/x is missing (a chain runs whole blocks; synthesize a set with "
                            "`touchstone fixture synth --blocks N --steps M`)");

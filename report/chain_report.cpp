@@ -62,6 +62,103 @@ const ChainCell* worst_own(const ChainResult& ch) {
   return w;
 }
 
+// Error after each block, a line per step; past six steps (the colours there are) six lines
+// spread from the first step to the last, and the title says which.
+std::string steps_plot(const ChainRun& run, const ChainResult& ch) {
+  std::vector<int> steps;
+  const int n = run.set.steps, lines = std::min(n, 6);
+  for (int k = 0; k < lines; ++k) {
+    const int s = lines == 1 ? 0 : static_cast<int>(std::lround(static_cast<double>(k) * (n - 1) / (lines - 1)));
+    if (steps.empty() || steps.back() != s) steps.push_back(s);
+  }
+  svg::XYPlot p;
+  p.title = "error after each block, one line per step";
+  if (lines < n) {
+    p.title += " (steps";
+    for (int s : steps) p.title += " " + std::to_string(s);
+    p.title += " of 0-" + std::to_string(n - 1) + ")";
+  }
+  p.x_label = "block";
+  p.y_label = "rel_l2 vs baseline" + (lines < n ? std::string(", ") + std::to_string(lines) + " of " + std::to_string(n) + " steps" : "");
+  p.x_scale = svg::Scale::integer;  // block indices: no tick between two blocks
+  p.y_scale = svg::Scale::log;
+  for (size_t k = 0; k < steps.size(); ++k) {
+    svg::XYSeries ser{"step " + std::to_string(steps[k]), "s" + std::to_string(k), {}, true, true};
+    for (const auto& c : ch.cells)
+      if (c.step == steps[k]) ser.points.push_back({static_cast<double>(c.block), c.vs_baseline.rel_l2, "", ""});
+    p.series.push_back(ser);
+  }
+  return svg::xy_plot(p);
+}
+
+bool finished(const ChainRun& run, const ChainResult& ch) {
+  return ch.error.empty() && ch.cells.size() == run.baseline.size();
+}
+
+// policy: final error against work, each schedule coloured by its verdict and labelled by its rank
+// in the table below (schedules that end at one point share a label), the frontier as a line.
+std::string policy_plot(const ChainJudgement& J) {
+  const ChainRun& run = J.chain;
+  svg::XYPlot f;
+  f.title = "schedules: final error against dense-equivalent work";
+  f.x_label = "dense-equivalent work";
+  f.y_label = "rel_l2 vs baseline, last block of the last step";
+  f.x_scale = svg::Scale::linear;
+  f.y_scale = svg::Scale::log;
+  const std::pair<Verdict, const char*> kinds[] = {
+      {Verdict::accept, "pass"}, {Verdict::reject, "fail"}, {Verdict::inconclusive, "open"}, {Verdict::mistrusted, "na"}};
+  // owner[i]: the best-ranked schedule ending where schedule i ends, which carries the shared label.
+  auto end_of = [&](size_t i) { return std::make_pair(run.chains[i].work(), run.chains[i].last().vs_baseline.rel_l2); };
+  std::vector<std::string> labels(run.chains.size());
+  std::vector<size_t> owner(run.chains.size());
+  for (size_t r = 0; r < J.ranked.size(); ++r) {
+    const size_t i = J.ranked[r];
+    if (!finished(run, run.chains[i])) continue;
+    owner[i] = i;
+    for (size_t q = 0; q < r; ++q)
+      if (finished(run, run.chains[J.ranked[q]]) && end_of(J.ranked[q]) == end_of(i)) {
+        owner[i] = J.ranked[q];
+        break;
+      }
+    labels[owner[i]] += (labels[owner[i]].empty() ? "" : ",") + std::to_string(r + 1);
+  }
+  for (const auto& [verdict, css] : kinds) {
+    svg::XYSeries ser{verdict_name(verdict), css, {}, false, true};
+    for (size_t i = 0; i < run.chains.size(); ++i)
+      if (finished(run, run.chains[i]) && J.cases.run.candidates[i].verdict == verdict)
+        ser.points.push_back({run.chains[i].work(), run.chains[i].last().vs_baseline.rel_l2,
+                              owner[i] == i ? labels[i] : "", ""});
+    if (!ser.points.empty()) f.series.push_back(ser);
+  }
+  svg::XYSeries front{"frontier", "front", {}, true, false};
+  for (size_t i : J.frontier) front.points.push_back({run.chains[i].work(), run.chains[i].last().vs_baseline.rel_l2, "", ""});
+  f.series.insert(f.series.begin(), front);
+  for (const auto& r : J.cases.run.gate.rules)
+    if (r.metric == "rel_l2" && r.against == "baseline" && r.max) f.y_bounds.push_back({*r.max, r.id});
+  return svg::xy_plot(f);
+}
+
+// The ranked schedules, numbered as the plot labels them.
+std::string policy_table(const ChainJudgement& J) {
+  const ChainRun& run = J.chain;
+  std::ostringstream t;
+  t << "<div class=\"wide\"><table class=\"ranked\"><tr><th>#</th><th>frontier</th><th>work</th><th>schedule</th>"
+       "<th>e_out vs baseline</th><th>vs exact</th><th>attention ms</th><th>verdict</th></tr>\n";
+  for (size_t r = 0; r < J.ranked.size(); ++r) {
+    const size_t i = J.ranked[r];
+    const ChainResult& ch = run.chains[i];
+    const bool ok = finished(run, ch);
+    const bool front = std::find(J.frontier.begin(), J.frontier.end(), i) != J.frontier.end();
+    t << "<tr><td class=\"num\">" << r + 1 << "</td><td>" << (front ? "*" : "") << "</td><td class=\"num\">"
+      << rnum(ch.work()) << "</td><td><code>" << markup_escape(ch.schedule.text) << "</code></td><td class=\"num\">"
+      << (ok ? rnum(ch.last().vs_baseline.rel_l2) : "-") << "</td><td class=\"num\">"
+      << (ok ? rnum(ch.last().vs_exact.rel_l2) : "-") << "</td><td class=\"num\">" << rnum(ch.attention_ms())
+      << (J.time_is_real[i] ? "" : " (emulation)") << "</td><td>" << verdict_of(J, i) << "</td></tr>\n";
+  }
+  t << "</table></div>\n";
+  return t.str();
+}
+
 }  // namespace
 
 std::string chain_text(const ChainJudgement& J, int width) {
@@ -125,26 +222,7 @@ std::string chain_html(const ChainJudgement& J) {
     << markup_escape(run.opts.exact) << "</code>. Error is rel_l2 of each block's output against the baseline stack's.</p>\n";
   std::vector<size_t> shown;
   if (J.search) {
-    svg::XYPlot f;
-    f.title = "schedules: final error against dense-equivalent work";
-    f.x_label = "dense-equivalent work";
-    f.y_label = "rel_l2 vs baseline, last block of the last step";
-    f.x_scale = svg::Scale::linear;
-    f.y_scale = svg::Scale::log;
-    svg::XYSeries all{"schedules", "s0", {}, false, true};
-    svg::XYSeries front{"frontier", "s1", {}, true, true};
-    for (size_t i = 0; i < run.chains.size(); ++i) {
-      const ChainResult& ch = run.chains[i];
-      if (ch.cells.size() != run.baseline.size()) continue;
-      const bool acc = J.cases.run.candidates[i].verdict == Verdict::accept;
-      all.points.push_back({ch.work(), ch.last().vs_baseline.rel_l2, "", acc ? "pass" : "fail"});
-    }
-    for (size_t i : J.frontier)
-      front.points.push_back({run.chains[i].work(), run.chains[i].last().vs_baseline.rel_l2, run.chains[i].schedule.text, ""});
-    f.series = {all, front};
-    for (const auto& r : J.cases.run.gate.rules)
-      if (r.metric == "rel_l2" && r.against == "baseline" && r.max) f.y_bounds.push_back({*r.max, r.id});
-    b << svg::xy_plot(f);
+    b << policy_plot(J) << policy_table(J);
     if (J.chosen) shown.push_back(*J.chosen);
     if (!J.frontier.empty() && (!J.chosen || J.frontier.front() != *J.chosen)) shown.push_back(J.frontier.front());
   } else {
@@ -153,28 +231,15 @@ std::string chain_html(const ChainJudgement& J) {
   for (size_t i : shown) {
     const ChainResult& ch = run.chains[i];
     b << "<h2>" << markup_escape(ch.schedule.text) << " &mdash; " << verdict_of(J, i) << "</h2>\n";
-    svg::XYPlot p;
-    p.title = "error after each block, one line per step";
-    p.x_label = "block";
-    p.y_label = "rel_l2 vs baseline";
-    p.x_scale = svg::Scale::linear;  // block indices start at 0
-    p.y_scale = svg::Scale::log;
-    for (int s = 0; s < run.set.steps; ++s) {
-      svg::XYSeries ser{"step " + std::to_string(s), "s" + std::to_string(s % 6), {}, true, true};
-      for (const auto& c : ch.cells)
-        if (c.step == s) ser.points.push_back({static_cast<double>(c.block), c.vs_baseline.rel_l2, "", ""});
-      p.series.push_back(ser);
-    }
-    b << svg::xy_plot(p);
+    b << steps_plot(run, ch);
     svg::Heatmap h;
     h.title = "own error of each block (the block on the baseline's input)";
     h.row_label = "step";
     h.col_label = "block";
     h.value_label = "own rel_l2";
+    // A cell that adds nothing (dense on the baseline's stream) is a 0, not an undefined cell.
     h.cells.assign(static_cast<size_t>(run.set.steps), std::vector<std::optional<double>>(static_cast<size_t>(run.set.blocks)));
-    for (const auto& c : ch.cells)
-      h.cells[static_cast<size_t>(c.step)][static_cast<size_t>(c.block)] =
-          c.own > 0 ? std::optional<double>(c.own) : std::nullopt;
+    for (const auto& c : ch.cells) h.cells[static_cast<size_t>(c.step)][static_cast<size_t>(c.block)] = c.own;
     b << svg::heatmap(h);
     b << "<pre>" << markup_escape(cell_table(J, i, 110)) << "</pre>\n";
   }

@@ -37,9 +37,9 @@ svg.plot .dot{stroke:#fff}svg.plot .dot.pass{fill:#1a7f37}svg.plot .dot.fail{fil
 svg.plot .whisker{stroke:#57606a;stroke-width:1.5;fill:none}
 svg.plot .gap{fill:none;stroke:#9a6700;stroke-dasharray:3 3}svg.plot .gaptext{fill:#9a6700;font-style:italic}
 svg.plot .series{fill:none;stroke:#0969da;stroke-width:1.5}svg.plot .point{fill:#0969da}svg.plot .gapmark{stroke:#cf222e;stroke-width:2}
-svg.plot .dot.group,svg.plot .dot.s0{fill:#0969da}svg.plot .dot.s1{fill:#8250df}svg.plot .dot.s2{fill:#bc4c00}svg.plot .dot.floor{fill:#fff;stroke-width:2}
+svg.plot .dot.group,svg.plot .dot.s0{fill:#0969da}svg.plot .dot.s1{fill:#8250df}svg.plot .dot.s2{fill:#bc4c00}svg.plot .dot.s3{fill:#bf3989}svg.plot .dot.s4{fill:#1b7c83}svg.plot .dot.s5{fill:#4d2d00}svg.plot .dot.floor{fill:#fff;stroke-width:2}
 svg.plot .dot.floor.group,svg.plot .dot.floor.s0{stroke:#0969da}svg.plot .dot.floor.pass{stroke:#1a7f37}svg.plot .dot.floor.fail{stroke:#cf222e}svg.plot .dot.floor.open,svg.plot .dot.floor.missing{stroke:#9a6700}
-svg.plot .series.s1{stroke:#8250df}svg.plot .series.s2{stroke:#bc4c00}svg.plot .series.front{stroke:#57606a;stroke-dasharray:4 3}
+svg.plot .series.s1{stroke:#8250df}svg.plot .series.s2{stroke:#bc4c00}svg.plot .series.s3{stroke:#bf3989}svg.plot .series.s4{stroke:#1b7c83}svg.plot .series.s5{stroke:#4d2d00}svg.plot .series.front{stroke:#57606a;stroke-dasharray:4 3}
 svg.plot .noisefloor{stroke:#57606a;stroke-width:2}svg.plot .floortext{fill:#57606a;font-size:11px}svg.plot .value{font-size:11px}
 svg.plot .span{fill:#ffebe9}svg.plot .spantext{fill:#cf222e;font-size:11px}svg.plot .legend{font-size:11px}
 svg.plot .cell{stroke:#fff;stroke-width:0.5}svg.plot .cell.dense{stroke:none}svg.plot .hotmark{fill:#cf222e}svg.plot .cell.undefined{fill:#fff;stroke:#d0d7de}svg.plot .cell.nonfinite{fill:#cf222e}svg.plot .cell.hot{stroke:#cf222e;stroke-width:2}

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <iterator>
 #include <sstream>
 
 #include "gates/gate_file.hpp"
@@ -167,6 +168,7 @@ Axis Axis::fit(const std::vector<double>& values, Scale scale) {
     return a;
   }
   a.step = nice_step(raw);
+  if (scale == Scale::integer) a.step = std::max(1.0, a.step);
   a.lo = std::floor(lo / a.step) * a.step;
   a.hi = std::ceil(hi / a.step) * a.step;
   if (a.hi <= a.lo) a.hi = a.lo + a.step;
@@ -580,22 +582,62 @@ std::string xy_plot(const XYPlot& p) {
       << esc(b.label) << "</text>\n";
   }
 
-  // Legend, top right, one entry per named series.
+  // Point labels go where they overlap no label placed before (the bounds' own included) and
+  // stay inside the picture; widths are estimated at 11 px type.
+  struct Box {
+    double l, t, r, b;
+  };
+  std::vector<Box> placed;
+  auto text_box = [](double x, double base, const std::string& text, bool end) {
+    const double w = 6.5 * static_cast<double>(text.size());
+    return end ? Box{x - w, base - 10, x, base + 2} : Box{x, base - 10, x + w, base + 2};
+  };
+  placed.push_back(text_box(f.x0, f.top - 12, p.y_label + " (" + ay.note() + ")", false));
+  // Legend, top right, one entry per named series, its line clear of the y axis' note below it.
+  constexpr double kLegendUp = 30;
   double lx = f.x1;
   for (auto it = p.series.rbegin(); it != p.series.rend(); ++it) {
     if (it->name.empty()) continue;
     const double w = 7.0 * static_cast<double>(it->name.size()) + 24;
     lx -= w;
     if (it->markers)
-      o << "<circle class=\"dot " << esc(it->css) << "\" cx=\"" << c(lx + 6) << "\" cy=\"" << c(f.top - 26)
+      o << "<circle class=\"dot " << esc(it->css) << "\" cx=\"" << c(lx + 6) << "\" cy=\"" << c(f.top - kLegendUp)
         << "\" r=\"4\"/>";
     else
-      o << "<line class=\"series " << esc(it->css) << "\" x1=\"" << c(lx - 6) << "\" y1=\"" << c(f.top - 26)
-        << "\" x2=\"" << c(lx + 10) << "\" y2=\"" << c(f.top - 26) << "\"/>";
-    o << "<text class=\"legend\" x=\"" << c(lx + 14) << "\" y=\"" << c(f.top - 22) << "\">"
+      o << "<line class=\"series " << esc(it->css) << "\" x1=\"" << c(lx - 6) << "\" y1=\"" << c(f.top - kLegendUp)
+        << "\" x2=\"" << c(lx + 10) << "\" y2=\"" << c(f.top - kLegendUp) << "\"/>";
+    o << "<text class=\"legend\" x=\"" << c(lx + 14) << "\" y=\"" << c(f.top - kLegendUp + 4) << "\">"
       << esc(it->name) << "</text>";
+    placed.push_back({lx - 6, f.top - kLegendUp - 8, lx + w, f.top - kLegendUp + 8});
   }
   o << "\n";
+
+  for (const auto& b : p.y_bounds)
+    if (ay.shows(b.value)) placed.push_back(text_box(f.x1 - 2, Y(b.value) - 4, b.label, true));
+  auto place_label = [&](double x, double y, const std::string& text) {
+    static const double offsets[][3] = {{6, -6, 0},  {6, 14, 0},  {-6, -6, 1}, {-6, 14, 1}, {6, -18, 0}, {-6, -18, 1},
+                                        {6, 26, 0},  {-6, 26, 1}, {6, -30, 0}, {-6, -30, 1}, {6, 38, 0}, {-6, 38, 1}};
+    auto inside = [&](const Box& bx) { return bx.l >= 0 && bx.r <= kWidth && bx.t >= 0 && bx.b <= h; };
+    auto clear = [&](const Box& bx) {
+      for (const Box& q : placed)
+        if (bx.l < q.r && q.l < bx.r && bx.t < q.b && q.t < bx.b) return false;
+      return true;
+    };
+    // The first place inside the picture that is clear of other labels, else the first inside.
+    std::optional<size_t> pick, first_inside;
+    for (size_t i = 0; i < std::size(offsets) && !pick; ++i) {
+      const Box bx = text_box(x + offsets[i][0], y + offsets[i][1], text, offsets[i][2] > 0);
+      if (!inside(bx)) continue;
+      if (!first_inside) first_inside = i;
+      if (clear(bx)) pick = i;
+    }
+    if (!pick) pick = first_inside.value_or(0);
+    const double* at = offsets[*pick];
+    const bool end = at[2] > 0;
+    placed.push_back(text_box(x + at[0], y + at[1], text, end));
+    return "<text class=\"value\" x=\"" + c(x + at[0]) + "\" y=\"" + c(y + at[1]) + "\"" +
+           (end ? " text-anchor=\"end\"" : "") + ">" + esc(text) + "</text>";
+  };
 
   for (const auto& s : p.series) {
     std::vector<const XYPoint*> pts;
@@ -632,9 +674,7 @@ std::string xy_plot(const XYPlot& p) {
       const double x = X(pt->x), y = Y(*pt->y);
       // A point's own class (its verdict) colours it over its series'.
       o << marker(ay, *pt->y, x, y, pt->css.empty() ? s.css : pt->css, 4, tip);
-      if (!pt->label.empty())
-        o << "<text class=\"value\" x=\"" << c(x + 6) << "\" y=\"" << c(y - 6) << "\">" << esc(pt->label)
-          << "</text>";
+      if (!pt->label.empty()) o << place_label(x, y, pt->label);
     }
     o << "\n";
   }

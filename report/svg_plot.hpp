@@ -24,7 +24,8 @@
 namespace ts {
 namespace svg {
 
-enum class Scale { automatic, linear, log, one_minus };
+// integer: linear, ticks at whole numbers only (block or step indices).
+enum class Scale { automatic, linear, log, one_minus, integer };
 
 struct Axis {
   bool log = false;
@@ -101,7 +102,8 @@ std::string line_plot(const std::string& title, const std::string& x_label, cons
 
 // Curves and scatter over a numeric x. Series with `joined` are drawn as a
 // line through their points in x order (a scan's curve, a Pareto front);
-// others as points. Every point may carry a label (drawn beside it).
+// others as points. Every point may carry a label (drawn beside it: above right, else
+// where it overlaps no label drawn before and stays inside the plot).
 struct XYPoint {
   double x;
   std::optional<double> y;  // absent / non-finite: marked x at its x on the axis

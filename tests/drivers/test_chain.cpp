@@ -3,7 +3,9 @@
 // says, a planted fault in one block's attention is located to that block, and
 // a schedule that is dense there passes the gate while one that is not fails.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "catch.hpp"
 #include "core/error.hpp"
@@ -56,12 +58,14 @@ class Faulty final : public ts::AttentionBackend {
   bool on_;
 };
 
-ts::ChainOptions with_fault_in_block(int block) {
+// The fault in one block at every step, or (step >= 0) in that one cell's file only.
+ts::ChainOptions with_fault_in_block(int block, int step = -1) {
   ts::ChainOptions o;
-  o.make = [block](const std::string& spec, const ts::BackendContext& ctx) -> std::unique_ptr<ts::AttentionBackend> {
+  o.make = [block, step](const std::string& spec, const ts::BackendContext& ctx) -> std::unique_ptr<ts::AttentionBackend> {
     if (spec != "faulty") return ts::make_attention_backend(spec, ctx);
-    const bool on = std::filesystem::path(ctx.fixture_path).filename().string().rfind(
-                        "block0" + std::to_string(block) + "_", 0) == 0;
+    const std::string file = std::filesystem::path(ctx.fixture_path).filename().string();
+    const bool on = step < 0 ? file.rfind("block0" + std::to_string(block) + "_", 0) == 0
+                             : file == ts::chain_file_name(block, step);
     return std::make_unique<Faulty>(ts::make_attention_backend(ts::sage2_default_spec(), ctx), on);
   };
   return o;
@@ -186,6 +190,42 @@ TEST_CASE("a planted fault in one block's attention is located to that block") {
   }
 }
 
+TEST_CASE("a planted fault at one block of one step is located to that cell, and carried from there on") {
+  const ts::ChainSet set = ts::open_chain_set({tiny_set()});
+  for (const auto& [fb, fs] : {std::pair{2, 0}, std::pair{1, 1}}) {
+    const ts::ChainRun run = ts::run_chains(set, schedules({"faulty"}), with_fault_in_block(fb, fs));
+    const auto& cells = run.chains[0].cells;
+    REQUIRE(cells.size() == static_cast<size_t>(kBlocks * kSteps));
+    const ts::ChainCell* worst = &cells.front();
+    for (const auto& c : cells) {
+      INFO("fault at block " << fb << " step " << fs << ", cell block " << c.block << " step " << c.step);
+      if (c.own > worst->own) worst = &c;
+      const bool at = c.block == fb && c.step == fs, before = c.step < fs || (c.step == fs && c.block < fb);
+      if (at) {
+        CHECK(c.own > 0.05);
+      } else {
+        CHECK(c.own == 0.0);  // the same block of another step, and every other block, adds nothing
+      }
+      if (before) CHECK(*c.vs_baseline.rel_l2 == 0.0);
+      if (!at && !before) CHECK(c.carried > 0.0);  // the error travels on as carried, never as own
+    }
+    CHECK(worst->block == fb);
+    CHECK(worst->step == fs);
+  }
+  // Dense exactly at that cell passes; dense at the same block of the other step, or at the other
+  // cells of that step, does not: the verdict follows the cell, not the block or the step.
+  ts::ChainJudgeOptions jo;
+  const ts::ChainJudgement j = ts::judge_chains(
+      set, schedules({"faulty", "dense if block=1 and step=1; faulty", "dense if block=1 and step=0; faulty"}),
+      with_fault_in_block(1, 1), jo);
+  REQUIRE(j.cases.run.candidates.size() == 3);
+  CHECK(j.cases.run.candidates[0].verdict == ts::Verdict::reject);
+  CHECK(j.cases.run.candidates[1].verdict == ts::Verdict::accept);
+  CHECK(j.cases.run.candidates[2].verdict == ts::Verdict::reject);
+  for (const auto& c : j.chain.chains[1].cells) CHECK(*c.vs_baseline.rel_l2 == 0.0);
+  CHECK_THAT(ts::chain_text(j, 100), Catch::Contains("largest own error: block 1 of step 1 (own"));
+}
+
 TEST_CASE("a schedule that is dense where the planted fault is passes the gate; one that is not fails") {
   const ts::ChainSet set = ts::open_chain_set({tiny_set()});
   ts::ChainJudgeOptions jo;
@@ -243,8 +283,76 @@ TEST_CASE("policy search: the cheapest ACCEPTed schedule, the frontier fastest f
   CHECK(j.to_json()["chosen"].is_string());
 }
 
+TEST_CASE("policy with timed attention: faster is judged on summed time and the search ranks by it") {
+  // The gate opts the emulations' times in (time_emulations), so speed is judged, not shown only;
+  // which schedule is faster on this host is not asserted, only that each one was judged.
+  const std::string gate = ts::test::driver_scratch() + "/chain_timed.json";
+  std::ofstream(gate) << R"({"schema": "touchstone.gate/1", "name": "chain_timed", "tensor": "output",
+    "time_emulations": true, "rules": [
+    {"id": "sage_like_at_end", "metric": "rel_l2", "against": "baseline", "max": 0.15},
+    {"id": "faster", "metric": "speedup", "against": "baseline", "min": 1.0, "optional": true}]})";
+  const ts::ChainSet set = ts::open_chain_set({tiny_set()});
+  ts::ChainJudgeOptions jo;
+  jo.gate = gate;
+  ts::ChainJudgement j = ts::judge_chains(set, schedules(ts::policy_schedules(kSteps, {3.0}, "sol", "int8_qk")), {}, jo);
+  j.search = true;
+  REQUIRE(j.chain.chains.size() == kSteps + 1);
+  for (size_t i = 0; i < j.chain.chains.size(); ++i) {
+    INFO(j.chain.chains[i].schedule.text);
+    CHECK(j.time_is_real[i]);
+    const ts::RuleOutcome* faster = nullptr;
+    for (const auto& o : j.cases.run.candidates[i].outcomes)
+      if (o.id == "faster") faster = &o;
+    REQUIRE(faster);
+    CHECK(faster->status != ts::RuleStatus::missing);
+    REQUIRE(faster->figure);
+    CHECK(std::isfinite(*faster->figure));
+    CHECK(*faster->figure > 0);
+    REQUIRE(faster->interval);
+    CHECK(faster->interval->lower <= *faster->figure);
+    CHECK(*faster->figure <= faster->interval->upper);
+    CHECK(j.cases.run.candidates[i].clock == "host_steady");
+  }
+  // All-dense runs the baseline's own blocks: speedup exactly 1 at every cell, which `min 1` passes.
+  const ts::RuleOutcome* dense_faster = nullptr;
+  for (const auto& o : j.cases.run.candidates.back().outcomes)
+    if (o.id == "faster") dense_faster = &o;
+  REQUIRE(dense_faster);
+  CHECK(dense_faster->status == ts::RuleStatus::pass);
+  CHECK(*dense_faster->figure == 1.0);
+  // The cost the search ranks by and the frontier's order are the summed times, not the work.
+  for (size_t k = 1; k < j.ranked.size(); ++k)
+    CHECK(j.chain.chains[j.ranked[k - 1]].attention_ms() <= j.chain.chains[j.ranked[k]].attention_ms());
+  for (size_t k = 1; k < j.frontier.size(); ++k)
+    CHECK(j.chain.chains[j.frontier[k - 1]].attention_ms() <= j.chain.chains[j.frontier[k]].attention_ms());
+  REQUIRE(j.chosen);  // all-dense at least
+  for (size_t i : j.ranked) {
+    if (i == *j.chosen) break;
+    CHECK(j.cases.run.candidates[i].verdict != ts::Verdict::accept);  // the cheapest ACCEPTed by time
+  }
+  CHECK_THAT(ts::chain_text(j, 100), Catch::Contains("cheapest first (summed kernel attention time)"));
+  CHECK(j.to_json()["chains"][0]["time_note"] == "kernel times, summed over cells");
+}
+
 TEST_CASE("policy search: a tau given twice is bad input, not the same schedule run twice") {
   CHECK_THROWS_WITH(ts::policy_schedules(kSteps, {1.3, 2.0, 1.3}, "sol", "int8_qk"),
                     Catch::Contains("--tau 1.3 given twice"));
   CHECK(ts::policy_schedules(kSteps, {1.3, 2.0}, "sol", "").size() == 2 * kSteps + 1);
+}
+
+TEST_CASE("the chain page draws at most six step lines, spread from the first step to the last") {
+  const std::string d = ts::test::driver_scratch() + "/chain_7_steps";
+  ts::ChainSynthOptions o;
+  o.base.preset = "tiny";
+  o.base.seed = 5;
+  o.blocks = 1;
+  o.steps = 7;
+  if (!std::filesystem::exists(d)) ts::synthesize_chain(o, d, {});
+  ts::ChainJudgeOptions jo;
+  jo.accuracy_only = true;
+  const std::string html = ts::chain_html(ts::judge_chains(ts::open_chain_set({d}), schedules({"sol:tau=1.3"}), {}, jo));
+  for (int s : {0, 1, 2, 4, 5, 6}) CHECK_THAT(html, Catch::Contains(">step " + std::to_string(s) + "<"));
+  CHECK_THAT(html, !Catch::Contains(">step 3<"));  // six colours for six lines, none shared
+  CHECK_THAT(html, Catch::Contains("6 of 7 steps"));
+  CHECK_THAT(html, !Catch::Contains("series s6"));
 }

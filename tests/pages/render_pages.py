@@ -10,10 +10,14 @@ load it in Debian's /usr/bin/chromium (no network, no GPU, a fresh profile), and
     SVG the browser dropped fails;
   - the screenshot: not blank (enough non-white pixels) and the plots' colours present (the
     markers were painted, not only the text).
+  - for the chain and policy pages (`"labels": True`), the laid-out text of every plot, measured
+    in the page by a probe script: no label past its plot's edge (cut) and no two labels on
+    one another.
 Screenshots and pages stay in OUT_DIR (printed) as the test's artefacts. Without chromium the
 test prints "skipped: no chromium" and exits 0 (ctest reports it skipped); CI installs it
 (scripts/install-deps). The PNG is read by PIL (python3-pil) where it is installed, else by the
 standard-library decoder here (zlib; slower)."""
+import json
 import os
 import re
 import shutil
@@ -30,7 +34,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--hide-scrollbars"]
 
 # The pages: how each is made (argument lists for the CLI; {fx} the fixture, {out} the page,
-# {plugins} the plugin folder) and what its DOM must hold. `svgs`: the number of <svg>;
+# {plugins} the plugin folder, {work} a scratch folder) and what its DOM must hold. `svgs`: the number of <svg>;
 # `plots`: for each plot class (svg.plot.KIND), the count of plots and a per-plot element
 # count (a regex counted inside each such <svg>). A new page (triage, history) is one more
 # entry here.
@@ -59,6 +63,30 @@ PAGES = {
         "svgs": 4,  # the Pareto plots (density, wall ms) and one per rule
         "plots": {"xy": (2, r'<circle class="dot (pass|fail|open)', 3), "dots": (2, r'<g class="row">', 3)},
         "colours": ["#cf222e"],
+    },
+    "chain": {
+        # 4 x 4: a line per step, each step in a colour of its own (step 3's included).
+        "make": [["fixture", "synth", "--preset", "tiny", "--seed", "1", "--blocks", "4", "--steps", "4",
+                  "-o", "{work}/chain_set"],
+                 ["chain", "{work}/chain_set", "--candidate", "sol:tau=1.3,precision=int8_qk",
+                  "--candidate", "dense if step<2; sol:tau=1.3,precision=int8_qk", "--html", "{out}"]],
+        "exit": (0, 1),
+        "svgs": 4,  # per schedule: error against block (a line per step) and the own-error heatmap
+        "plots": {"xy": (2, r'<circle class="dot [^"]*"[^>]*r="4\.0"', 16), "heatmap": (2, r'<rect class="cell', 16)},
+        "colours": ["#0969da", "#8250df", "#bc4c00", "#bf3989"],
+        "labels": True,
+    },
+    "policy": {
+        # 13 schedules; at tiny every routed block is dense, so they share work 1 and end at four
+        # points: coincident labels, and the all-dense one at the right edge.
+        "make": [["fixture", "synth", "--preset", "tiny", "--seed", "1", "--blocks", "4", "--steps", "4",
+                  "-o", "{work}/policy_set"],
+                 ["policy", "{work}/policy_set", "--tau", "1,1.3,2", "--accuracy-only", "--html", "{out}"]],
+        "exit": (0,),
+        "svgs": 3,  # final error against work; the chosen schedule's error against block and heatmap
+        "plots": {"xy": (2, r'<circle class="dot [^"]*"[^>]*r="4\.0"', [13, 16]), "heatmap": (1, r'<rect class="cell', 16)},
+        "colours": ["#1a7f37"],
+        "labels": True,
     },
     "scan": {
         "make": [["scan", "--candidate", "plugin:{plugins}/libtsk_cliff.so,cliff=300", "--from", "64",
@@ -157,6 +185,54 @@ def dom_checks(dom, spec):
     return problems
 
 
+# Runs in the page once it is laid out; writes into <body data-labels> every plot text that
+# ends past its plot's box, and every pair of texts of one plot that lie on one another.
+LABEL_PROBE = r"""<script>
+(function () {
+  const found = {plots: 0, texts: 0, cut: [], overlap: []};
+  document.querySelectorAll("svg.plot").forEach((svg, k) => {
+    found.plots += 1;
+    const box = svg.getBoundingClientRect();
+    const texts = Array.from(svg.querySelectorAll("text")).filter(t => t.textContent.trim() !== "");
+    const rects = texts.map(t => t.getBoundingClientRect());
+    found.texts += texts.length;
+    rects.forEach((r, i) => {
+      if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1)
+        found.cut.push("plot " + k + ": '" + texts[i].textContent + "'");
+      for (let j = 0; j < i; ++j) {
+        const q = rects[j];
+        if (r.left < q.right - 1 && q.left < r.right - 1 && r.top < q.bottom - 1 && q.top < r.bottom - 1)
+          found.overlap.push("plot " + k + ": '" + texts[j].textContent + "' and '" + texts[i].textContent + "'");
+      }
+    });
+  });
+  document.body.setAttribute("data-labels", JSON.stringify(found));
+})();
+</script></body>"""
+
+
+def probed_copy(page, work):
+    html = open(page, encoding="utf-8").read()
+    at = html.rfind("</body>")
+    assert at >= 0, f"{page}: no </body>"
+    path = os.path.join(work, os.path.basename(page) + ".labels.html")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(html[:at] + LABEL_PROBE + html[at + len("</body>"):])
+    return path
+
+
+def label_checks(dom):
+    m = re.search(r'data-labels="([^"]*)"', dom)
+    if not m:
+        return ["the label probe left no measurement (did the page load?)"]
+    text = m.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    found = json.loads(text)
+    if found["texts"] == 0:
+        return ["the label probe measured no text"]
+    return ([f"cut at its plot's edge: {c}" for c in found["cut"][:10]] +
+            [f"labels on one another: {o}" for o in found["overlap"][:10]])
+
+
 def main():
     if len(sys.argv) < 4:
         print(__doc__.split("\n")[2], file=sys.stderr)
@@ -184,20 +260,23 @@ def main():
         spec = PAGES[name]
         page = os.path.join(out, name + ".html")
         for args in spec["make"]:
-            cli([a.format(fx=fx, out=page, plugins=plugins) for a in args], ok=spec["exit"])
+            cli([a.format(fx=fx, out=page, plugins=plugins, work=work) for a in args], ok=spec["exit"])
 
     t_make = time.monotonic() - t0
     # Chromium two at a time (the CI machine has two cores): a screenshot and the DOM per page.
     jobs = []
     for name in names:
         page = "file://" + os.path.join(out, name + ".html")
-        for what in ("png", "dom"):
+        for what in ("png", "dom", "labels") if PAGES[name].get("labels") else ("png", "dom"):
             prof = tempfile.mkdtemp(dir=work)
             args = [CHROMIUM, *FLAGS, f"--user-data-dir={prof}"]
             if what == "png":
                 args += ["--window-size=1100,2400", f"--screenshot={os.path.join(out, name + '.png')}", page]
-            else:
+            elif what == "dom":
                 args += ["--dump-dom", page]
+            else:
+                args += ["--window-size=1100,2400", "--dump-dom",
+                         "file://" + probed_copy(os.path.join(out, name + ".html"), work)]
             jobs.append((name, what, args))
     results, running = {}, []
     while jobs or running:
@@ -215,6 +294,8 @@ def main():
         spec = PAGES[name]
         png = os.path.join(out, name + ".png")
         problems = dom_checks(results[(name, "dom")], spec)
+        if spec.get("labels"):
+            problems += label_checks(results[(name, "labels")])
         shot, share = screenshot_checks(png, spec["colours"]) if os.path.isfile(png) else (["no screenshot"], 0)
         problems += shot
         print(f"{'ok  ' if not problems else 'FAIL'} {name}: {spec['svgs']} plots, {share:.1%} inked -> {png}")

@@ -194,6 +194,19 @@ def test_touchstone_chain_runs_on_the_captured_block_set(block_set, ts, tmp_path
     assert j["exit_code"] == r.returncode
 
 
+def test_touchstone_chain_on_an_attention_set_names_what_is_missing_and_where(attention_set, ts):
+    # An attention set holds no block inputs or weights: chain and policy refuse it in one line
+    # naming the file and /block, and point to the capture that writes whole blocks.
+    for cmd in (("chain", attention_set, "--candidate", "sol:tau=3"),
+                ("policy", attention_set, "--tau", "3")):
+        r = ts(*cmd, expect=2)
+        assert r.stdout == ""
+        err = r.stderr
+        assert err.endswith("\n") and err.count("\n") == 1, err
+        assert os.path.join(attention_set, "block00_step00.h5") + ": no /block" in err, err
+        assert "attention-only fixture" in err and "touchstone.BlockSetCapture" in err, err
+
+
 def test_a_step_is_what_cap_step_encloses_and_steps_picks_which_are_written(tmp_path):
     model = Stack(fault=False)
     d = str(tmp_path / "guided")

@@ -71,6 +71,29 @@ TEST_CASE("touchstone policy prints the frontier and the chosen schedule") {
   CHECK(r.out.find("dense-equivalent work") != std::string::npos);
 }
 
+TEST_CASE("touchstone chain with plugin kernels on both sides judges the summed attention time") {
+  // Kernels, not emulations, on both sides: `faster` is judged with the default gate (no
+  // time_emulations), paired by cell; which side is faster on this host is not asserted.
+  const std::string plugin = "plugin:" + std::string(TOUCHSTONE_PLUGIN_DIR) + "/libtsk_host_attention.so";
+  const CliResult r = cli("chain " + chain_set() + " --baseline " + plugin + " --candidate " + plugin +
+                          ",accumulate=fp64 --candidate dense --json -");
+  INFO(r.err);
+  REQUIRE((r.code == 0 || r.code == 1));
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  REQUIRE(j["chains"].size() == 2);
+  for (const auto& ch : j["chains"]) {
+    INFO(ch["schedule"]);
+    CHECK(ch["time_is_real"] == true);
+    CHECK(ch["time_note"] == "kernel times, summed over cells");
+    CHECK(ch["verdict"]["clock"] == "host_steady");
+    bool judged = false;
+    for (const auto& rule : ch["verdict"]["rules"])
+      if (rule["id"] == "faster") judged = rule["status"] != "missing" && rule["figure"].is_number();
+    CHECK(judged);
+  }
+  CHECK(j["baseline_attention_ms"].get<double>() > 0);
+}
+
 TEST_CASE("chain and policy: bad input is exit 2 with one line, before any work") {
   const std::string d = chain_set(), out = ts::test::scratch_dir() + "/never.html";
   for (const std::string& args :
