@@ -39,9 +39,12 @@ class NonFiniteInput(CaptureError):
     asked: allow_nonfinite=True in Python, --allow-nonfinite on the command line."""
 
     def __init__(self, path, where, count, first, accepter="allow_nonfinite=True"):
-        self.path, self.where, self.count, self.first = path, where, count, first
+        # Plain integers, as C++ prints the index: numpy 2 spells its own scalars np.int64(3).
+        self.path, self.where, self.count = path, where, count
+        self.first = [int(i) for i in first]
+        at = "[" + ", ".join(str(i) for i in self.first) + "]"
         super().__init__(f"{path}: {where}: {count} NaN/Inf value{'s' if count > 1 else ''} in an "
-                         f"input tensor (first at element {first}); pass {accepter} to accept")
+                         f"input tensor (first at element {at}); pass {accepter} to accept")
 
 
 def segments_list(config):

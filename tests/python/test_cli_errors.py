@@ -94,6 +94,23 @@ def test_from_npz_refuses_what_validate_refuses_and_names_its_own_flag(tmp_path,
     ts("fixture", "validate", out, "--allow-nonfinite")
 
 
+def test_a_nonfinite_input_names_its_element_in_plain_integers():
+    import numpy as np
+
+    from touchstone.schema import NonFiniteInput
+
+    # numpy 2 spells a list of its scalars [np.int64(3), ...]; the message is C++'s [3, 1, 5].
+    e = NonFiniteInput("f.h5", "/attention/q", 1, [np.int64(3), np.int64(1), np.int64(5)])
+    assert "(first at element [3, 1, 5]);" in str(e), str(e)
+    assert e.first == [3, 1, 5] and all(type(i) is int for i in e.first)
+
+    class Spelt(int):  # an integer whose repr names its type, as numpy 2's scalars do, on any numpy
+        def __repr__(self):
+            return f"Spelt({int(self)})"
+
+    assert "(first at element [0, 7]);" in str(NonFiniteInput("f.h5", "/attention/k", 2, [Spelt(0), Spelt(7)]))
+
+
 def test_write_fixture_refuses_a_bfloat16_nan_in_python_words(tmp_path):
     import numpy as np
 
