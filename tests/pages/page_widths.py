@@ -23,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 
+import page_probe
+
 CHROMIUM = os.environ.get("TOUCHSTONE_CHROMIUM", "/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -68,12 +70,7 @@ def chromium(args, work):
 
 
 def measure(page, work):
-    html = open(page, encoding="utf-8").read()
-    at = html.rfind("</body>")
-    assert at >= 0, f"{page}: no </body>"
-    probed = os.path.join(work, os.path.basename(page) + ".probe.html")
-    with open(probed, "w", encoding="utf-8") as f:
-        f.write(html[:at] + PROBE + html[at + len("</body>"):])
+    probed = page_probe.probed_copy(page, work, PROBE, ".probe.html")
     dom = chromium(["--dump-dom", "file://" + probed], work)
     m = re.search(r'data-widths="([^"]*)"', dom)
     if not m:

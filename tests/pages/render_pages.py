@@ -28,6 +28,8 @@ import tempfile
 import time
 import zlib
 
+import page_probe
+
 CHROMIUM = os.environ.get("TOUCHSTONE_CHROMIUM", "/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -212,13 +214,7 @@ LABEL_PROBE = r"""<script>
 
 
 def probed_copy(page, work):
-    html = open(page, encoding="utf-8").read()
-    at = html.rfind("</body>")
-    assert at >= 0, f"{page}: no </body>"
-    path = os.path.join(work, os.path.basename(page) + ".labels.html")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(html[:at] + LABEL_PROBE + html[at + len("</body>"):])
-    return path
+    return page_probe.probed_copy(page, work, LABEL_PROBE, ".labels.html")
 
 
 def label_checks(dom):
