@@ -18,7 +18,6 @@ namespace {
 
 template <typename T>
 using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using MapF = Eigen::Map<const RowMat<float>>;
 
 // Float32 mean of rows [start, start+n) of a [S][D] head, summed in token order.
 void block_mean(const float* x, int64_t D, int64_t start, int64_t n, float* out) {
@@ -54,7 +53,7 @@ void quantize_v_int8_blocks(SolPrepared& pr) {
 
 }  // namespace
 
-SolPrepared sol_prepare_inputs(const AttentionProblem& p, const SolConfig& c) {
+SolPrepared sol_layout(const AttentionProblem& p, const SolConfig& c) {
   SolPrepared pr;
   pr.H = p.q.H;
   pr.S = p.q.S;
@@ -65,6 +64,11 @@ SolPrepared sol_prepare_inputs(const AttentionProblem& p, const SolConfig& c) {
   for (size_t b = 0; b < pr.blocks.size(); ++b)
     if (pr.blocks[b].video) pr.video_block_ids.push_back(static_cast<int64_t>(b));
   pr.VB = static_cast<int64_t>(pr.video_block_ids.size());
+  return pr;
+}
+
+SolPrepared sol_prepare_inputs(const AttentionProblem& p, const SolConfig& c) {
+  SolPrepared pr = sol_layout(p, c);
   pr.q = sage2::to_head_major(p.q, p.q_stored);
   pr.k = sage2::to_head_major(p.k, p.k_stored);
   pr.v = sage2::to_head_major(p.v, p.v_stored);
@@ -141,6 +145,39 @@ float sol_log_block_length(const SolPrepared& pr, int64_t j) {
 
 namespace {
 
+// The float32 products of the bf16 and int8_qk variants, in index order: each logit sums its
+// channels in order, each output its keys in order, from zero, as one sequential loop (and the
+// CUDA mirror) does. A BLAS's order depends on its blocking, which Eigen sizes from the CPU's
+// caches: the same fixture gave other bits on another machine. The inner loops run over
+// independent sums, so they vectorise without reordering any of them.
+// sc[r][j] = sum_d q[r][d] * kt[d][j]   (q [nr][D], kt [D][n])
+[[gnu::target_clones("avx2", "default")]] void logits_in_order(const float* q, int64_t nr, const float* kt,
+                                                              int64_t n, int64_t D, float* sc) {
+  for (int64_t r = 0; r < nr; ++r) {
+    float* o = sc + r * n;
+    std::fill(o, o + n, 0.0f);
+    for (int64_t d = 0; d < D; ++d) {
+      const float qd = q[r * D + d];
+      const float* kd = kt + d * n;
+      for (int64_t j = 0; j < n; ++j) o[j] += qd * kd[j];
+    }
+  }
+}
+
+// acc[r][d] = sum_j p[r][j] * v[j][d]   (p [nr][n], v [n][D])
+[[gnu::target_clones("avx2", "default")]] void pv_in_order(const float* p, int64_t nr, int64_t n, const float* v,
+                                                          int64_t D, float* acc) {
+  for (int64_t r = 0; r < nr; ++r) {
+    float* a = acc + r * D;
+    std::fill(a, a + D, 0.0f);
+    for (int64_t j = 0; j < n; ++j) {
+      const float pj = p[r * n + j];
+      const float* vj = v + j * D;
+      for (int64_t d = 0; d < D; ++d) a[d] += pj * vj[d];
+    }
+  }
+}
+
 void attend_block(const SolPrepared& pr, const SolConfig& c, float scale, int64_t h, int64_t i,
                   Tensor& out) {
   const int64_t S = pr.S, D = pr.D, VB = pr.VB;
@@ -161,8 +198,9 @@ void attend_block(const SolPrepared& pr, const SolConfig& c, float scale, int64_
   }
   const bool int8 = c.precision != SolPrecision::bf16;
 
-  // Gather the attended keys (and values) into contiguous rows.
+  // Gather the attended keys (and values) into contiguous rows; bf16 keys channel-major too.
   RowMat<float> kg(n, D), vg(n, D);
+  std::vector<float> kt(int8 ? 0 : static_cast<size_t>(n * D));
   std::vector<float> ks(static_cast<size_t>(n));
   {
     int64_t row = 0;
@@ -174,7 +212,7 @@ void attend_block(const SolPrepared& pr, const SolConfig& c, float scale, int64_
         if (int8)
           std::copy(pr.k8.head(h) + s * D, pr.k8.head(h) + (s + 1) * D, k);
         else
-          std::copy(pr.k.head(h) + s * D, pr.k.head(h) + (s + 1) * D, k);
+          for (int64_t d = 0; d < D; ++d) kt[static_cast<size_t>(d * n + row)] = k[d] = pr.k.head(h)[s * D + d];
         if (c.precision == SolPrecision::int8_qk_pv)
           std::copy(pr.v8.data() + (h * S + s) * D, pr.v8.data() + (h * S + s + 1) * D, v);
         else
@@ -197,7 +235,7 @@ void attend_block(const SolPrepared& pr, const SolConfig& c, float scale, int64_
       for (int64_t j = 0; j < n; ++j) sc(r, j) = (sc(r, j) * (qs * ks[j])) * scale;
     }
   } else {
-    sc.noalias() = MapF(pr.q.head(h) + q0 * D, nr, D) * kg.transpose();
+    logits_in_order(pr.q.head(h) + q0 * D, nr, kt.data(), n, D, sc.data());
     sc *= scale;
   }
 
@@ -233,7 +271,7 @@ void attend_block(const SolPrepared& pr, const SolConfig& c, float scale, int64_
 
   RowMat<float> acc(nr, D);
   if (c.precision != SolPrecision::int8_qk_pv) {
-    acc.noalias() = sc * vg;
+    pv_in_order(sc.data(), nr, n, vg.data(), D, acc.data());
   } else {
     // INT8 P·V per attended key block: P per (row, block) with scale
     // amax/127 (amax from 1e-7), rni.sat codes; V per (block, channel) the

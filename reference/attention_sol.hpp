@@ -80,6 +80,10 @@ SolPrepared sol_prepare(const AttentionProblem& problem, const SolConfig& cfg);
 // routing knobs (tau, selector, topk, cdf), mask left empty; then the mask
 // from r. A sweep over tau prepares once and routes per tau.
 SolPrepared sol_prepare_inputs(const AttentionProblem& problem, const SolConfig& cfg);
+// What of SolPrepared depends on the shapes and block sizes only (dimensions, segments, blocks),
+// arrays left empty: sol_prepare_inputs starts from it, and so does the CUDA mirror, which makes
+// the arrays on the device.
+SolPrepared sol_layout(const AttentionProblem& problem, const SolConfig& cfg);
 void sol_route_all(SolPrepared& pr, const SolConfig& cfg);
 // True when sol_prepare_inputs gives the same result for both configurations.
 bool sol_same_inputs(const SolConfig& a, const SolConfig& b);

@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "reference/numerics/convert.hpp"
+#include "reference/sage2_recipe.hpp"
 #include "reference/zero_tensor.hpp"
 
 namespace ts::sage2 {
@@ -73,73 +74,24 @@ std::vector<float> smoothing_mean(const HeadMajor& k, DType input_dtype) {
 }
 
 int64_t ScaleLayout::n_scales(int64_t S) const {
-  const int64_t blocks = (S + blk - 1) / blk;
-  if (g == Granularity::per_warp) return query ? blocks * (blk / warp) : blocks;
-  return blocks * (blk / warp) * (query ? 8 : 4);
+  return scale_count(g == Granularity::per_thread, query, blk, warp, S);
 }
 
 int64_t ScaleLayout::index(int64_t s) const {
-  if (g == Granularity::per_warp) return query ? s / warp : s / blk;
-  // Triton per_thread: Q group t of a warp holds tokens base+8j+t; K group t
-  // holds base+8j+2t and base+8j+2t+1.
-  const int64_t in_warp = s % warp;
-  return query ? (s / warp) * 8 + in_warp % 8 : (s / warp) * 4 + (in_warp % 8) / 2;
+  return scale_index(g == Granularity::per_thread, query, blk, warp, s);
 }
 
 namespace {
-// rcp.approx.ftz.f32 of 1 + m/128, m = 0..127 (every bf16 mantissa), read on
-// the H200 (benchmarks/gpu-division-facts --rcp-only, 2026-12-01). 20 entries are
-// one ulp off the correctly rounded reciprocal (m = 4, 6, 11, 13, 20, 22, 37,
-// 38, 51, 61, 65, 66, 81, 91, 109, 115, 116, 118, 121, 127); 1/127, 1/2.25 and
-// 1/448 are not among them. The instruction scales with the exponent (the
-// binade [2, 4) gives exactly half of [1, 2), measured).
-constexpr uint32_t kRcpBf16[128] = {
-    0x3f800000, 0x3f7e03f8, 0x3f7c0fc1, 0x3f7a232d, 0x3f783e0f, 0x3f76603e,
-    0x3f74898e, 0x3f72b9d6, 0x3f70f0f1, 0x3f6f2eb7, 0x3f6d7304, 0x3f6bbdb2,
-    0x3f6a0ea1, 0x3f6865ad, 0x3f66c2b4, 0x3f652598, 0x3f638e39, 0x3f61fc78,
-    0x3f607038, 0x3f5ee95c, 0x3f5d67c8, 0x3f5beb62, 0x3f5a740d, 0x3f5901b2,
-    0x3f579436, 0x3f562b81, 0x3f54c77b, 0x3f53680d, 0x3f520d21, 0x3f50b6a0,
-    0x3f4f6475, 0x3f4e168a, 0x3f4ccccd, 0x3f4b8728, 0x3f4a4588, 0x3f4907da,
-    0x3f47ce0c, 0x3f46980d, 0x3f4565c9, 0x3f443730, 0x3f430c31, 0x3f41e4bc,
-    0x3f40c0c1, 0x3f3fa030, 0x3f3e82fa, 0x3f3d6910, 0x3f3c5264, 0x3f3b3ee7,
-    0x3f3a2e8c, 0x3f392144, 0x3f381703, 0x3f370fbc, 0x3f360b61, 0x3f3509e7,
-    0x3f340b41, 0x3f330f63, 0x3f321643, 0x3f311fd4, 0x3f302c0b, 0x3f2f3ade,
-    0x3f2e4c41, 0x3f2d602c, 0x3f2c7692, 0x3f2b8f6a, 0x3f2aaaab, 0x3f29c84b,
-    0x3f28e840, 0x3f280a81, 0x3f272f05, 0x3f2655c4, 0x3f257eb5, 0x3f24a9cf,
-    0x3f23d70a, 0x3f23065e, 0x3f2237c3, 0x3f216b31, 0x3f20a0a1, 0x3f1fd80a,
-    0x3f1f1166, 0x3f1e4cad, 0x3f1d89d9, 0x3f1cc8e2, 0x3f1c09c1, 0x3f1b4c70,
-    0x3f1a90e8, 0x3f19d723, 0x3f191f1a, 0x3f1868c8, 0x3f17b426, 0x3f17012e,
-    0x3f164fda, 0x3f15a026, 0x3f14f209, 0x3f144581, 0x3f139a86, 0x3f12f114,
-    0x3f124925, 0x3f11a2b4, 0x3f10fdbc, 0x3f105a38, 0x3f0fb824, 0x3f0f177a,
-    0x3f0e7835, 0x3f0dda52, 0x3f0d3dcb, 0x3f0ca29c, 0x3f0c08c1, 0x3f0b7034,
-    0x3f0ad8f3, 0x3f0a42f9, 0x3f09ae41, 0x3f091ac7, 0x3f088889, 0x3f07f781,
-    0x3f0767ab, 0x3f06d906, 0x3f064b8b, 0x3f05bf37, 0x3f053409, 0x3f04a9fa,
-    0x3f042108, 0x3f039931, 0x3f03126f, 0x3f028cc0, 0x3f020821, 0x3f01848e,
-    0x3f010204, 0x3f008080,
-};
+constexpr uint32_t kRcpBf16[128] = {TS_SAGE2_RCP_BF16_TABLE};
 }  // namespace
 
-float gpu_rcp(float x) {
-  const uint32_t u = std::bit_cast<uint32_t>(x);
-  const uint32_t e = (u >> 23) & 0xFFu;
-  // A bf16 mantissa and a normal input and result: the measured table.
-  if ((u & 0xFFFFu) == 0 && e >= 1 && e <= 252) {
-    const float r = std::bit_cast<float>(kRcpBf16[(u >> 16) & 0x7Fu]);  // in (0.5, 1]
-    return std::copysign(std::ldexp(r, 127 - static_cast<int>(e)), x);
-  }
-  return 1.0f / x;
-}
+float gpu_rcp(float x) { return gpu_rcp_from(x, kRcpBf16); }
 
 namespace {
 // The per-group factors of the two INT8 recipes (quantize_int8 and the group
 // helpers share them).
-float warp_scale(float amax) { return amax * gpu_rcp(127.0f); }
-float warp_mult(float amax) { return 127.0f * gpu_rcp(amax); }
-// Triton compiles `amax / 127. + 1e-7` to one fused multiply-add with the
-// reciprocal computed at compile time: a single rounding (measured: every
-// per_thread scale of the real kernel equals it, two roundings match only
-// 70-75 %).
-float thread_scale(float amax) { return std::fma(amax, 1.0f / 127.0f, 1e-7f); }
+float warp_scale(float amax) { return sage2::warp_scale(amax, kRcpBf16); }
+float warp_mult(float amax) { return sage2::warp_mult(amax, kRcpBf16); }
 }  // namespace
 
 float quant_group_per_warp(const float* x, int64_t n, int8_t* codes) {

@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "reference/cuda/exact_kernel.hpp"
+#include "reference/cuda/input_for_device.hpp"
 #include "reference/cuda/sage2_kernel.hpp"
 #include "reference/numerics/convert.hpp"
 #include "reference/zero_tensor.hpp"
@@ -26,21 +27,13 @@ class Sage2CudaBackend final : public AttentionBackend {
   }
   AttentionResult run(const AttentionProblem& p) override { return ts::cuda::sage2_attention(p, c_, kernel_); }
   std::string device() const override { return "cuda"; }
-  bool reads_stored_inputs() const override { return true; }  // sage2_prepare converts them
+  bool reads_stored_inputs() const override { return true; }  // the device converts them
 
  private:
   Sage2Config c_;
   Sage2Kernel kernel_;
   std::string name_;
 };
-
-// Each token's scale, so the device needs no layout logic.
-std::vector<float> per_token(const sage2::Int8Tensor& t) {
-  std::vector<float> out(static_cast<size_t>(t.H * t.S));
-  for (int64_t h = 0; h < t.H; ++h)
-    for (int64_t s = 0; s < t.S; ++s) out[static_cast<size_t>(h * t.S + s)] = t.scale(h, s);
-  return out;
-}
 
 }  // namespace
 
@@ -69,43 +62,61 @@ AttentionResult sage2_attention(const AttentionProblem& problem, const Sage2Conf
     return std::chrono::duration<double, std::milli>(b - a).count();
   };
   const auto t0 = Clock::now();
-  const Sage2Prepared pr = sage2_prepare(problem, c);
-  const std::vector<float> qs = per_token(pr.q8), ks = per_token(pr.k8);
-  const auto t1 = Clock::now();
+  const int64_t S = problem.q.S, H = problem.q.H;
+  const InputForDevice q(problem.q, problem.q_stored), k(problem.k, problem.k_stored), v(problem.v, problem.v_stored);
   Sage2DeviceProblem dp;
-  dp.S = pr.S;
-  dp.H = pr.H;
-  dp.D = pr.D;
+  dp.S = S;
+  dp.H = H;
+  dp.D = D;
   dp.blkq = static_cast<int>(c.blkq);
   dp.key_block = kb;
   dp.accum = c.accum == Sage2Accum::fp32 ? 0 : c.accum == Sage2Accum::fp32_fp32 ? 1 : 2;
   dp.sm_scale = sage2_sm_scale(problem.softmax_scale);
-  dp.q8 = pr.q8.codes.data();
-  dp.k8 = pr.k8.codes.data();
-  dp.q_scale_tok = qs.data();
-  dp.k_scale_tok = ks.data();
-  dp.v = pr.v8.values.data();
-  dp.v_scale = pr.v8.scales.data();
-  std::vector<float> out;
-  zero_fill(out, static_cast<size_t>(pr.S * pr.H * pr.D));
+  // sage2_prepare's steps, which the device runs.
+  Sage2Quantisers quant;
+  quant.per_thread = c.granularity == sage2::Granularity::per_thread ? 1 : 0;
+  quant.blkq = c.blkq;
+  quant.warpq = c.warpq;
+  quant.blkk = c.blkk;
+  quant.warpk = c.warpk;
+  quant.smooth_k = c.smooth_k ? 1 : 0;
+  quant.inv_s = 1.0f / static_cast<float>(S);  // sage2::smoothing_mean's factor
+  quant.km_round = problem.input_dtype == DType::bf16 ? 0 : problem.input_dtype == DType::f16 ? 1 : 2;
+  quant.scale_max = c.scale_max;
+  const auto t1 = Clock::now();
+  // The float32 output and the result's float64 pages are made while the kernel computes.
+  struct Place {
+    std::vector<float> out;
+    AttentionResult r;
+    std::vector<int64_t> shape;
+    DType dtype;
+  } place{{}, {}, {S, H, D}, c.round_out ? DType::bf16 : DType::f32};
+  const auto make = [](void* x) {
+    auto* pl = static_cast<Place*>(x);
+    pl->r.out = zero_tensor(pl->shape, pl->dtype);
+    zero_fill(pl->out, static_cast<size_t>(pl->r.out.numel()));
+    return pl->out.data();
+  };
   Sage2Timing timing;
-  const std::string err = sage2_attention_device(dp, kernel, out.data(), &timing);
+  const std::string err =
+      sage2_attention_device(dp, quant, q.input(), k.input(), v.input(), kernel, make, &place, &timing);
   if (!err.empty()) throw InternalError("sage2_cuda: " + err);
   const auto t2 = Clock::now();
-  AttentionResult r;
-  r.out = zero_tensor({pr.S, pr.H, pr.D}, c.round_out ? DType::bf16 : DType::f32);
+  AttentionResult r = std::move(place.r);
+  const std::vector<float>& out = place.out;
   double* o = r.out.data.data();
   const int64_t n = static_cast<int64_t>(out.size());
   const bool round_out = c.round_out;
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) o[i] = round_out ? num::bf16_round(out[i]) : out[i];
   const auto t3 = Clock::now();
-  r.stats["v_zero_channels"] = pr.v8.zero_channels;
+  r.stats["v_zero_channels"] = timing.v_zero_channels;
   r.stats["device_ms"] = timing.device_ms;
   r.stats["kernel"] = sage2_kernel_name(timing.kernel);
-  // Where the wall time goes on the host (steady clock): the quantisers, the
-  // transfers, the output's rounding.
-  r.stats["prepare_ms"] = ms(t0, t1);
+  // Where the wall time goes on the host (steady clock): the inputs for the device (a float32
+  // copy where they are not stored as bf16, fp16 or float32) and the output's room, the
+  // transfers, the quantisers on the device, the output's rounding.
+  r.stats["prepare_ms"] = ms(t0, t1) + timing.prepare_ms;
   r.stats["upload_ms"] = timing.upload_ms;
   r.stats["download_ms"] = timing.download_ms;
   r.stats["finish_ms"] = ms(t2, t3);

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "reference/cuda/device_buffer.cuh"
+#include "reference/cuda/sage2_quant.cuh"
 #include "reference/cuda/staged_copy.cuh"
 #include "reference/cuda/sage2_kernel.hpp"
 #include "reference/cuda/sage2_tc.cuh"
@@ -65,7 +66,7 @@ __global__ void sage2_tile_kernel(Args a) {
   const float* qs = a.qs + h * S;
   const float* ks = a.ks + h * S;
   for (int r = threadIdx.x; r < nr; r += blockDim.x) {
-    m[r] = sage2::kInitialMax;
+    m[r] = ts::sage2::kInitialMax;
     den[r] = 0.0f;
   }
   for (long long k0 = 0; k0 < S; k0 += a.kb) {
@@ -79,7 +80,7 @@ __global__ void sage2_tile_kernel(Args a) {
     __syncthreads();
     for (int r = threadIdx.x; r < nr; r += blockDim.x) {
       float* row = sc + r * a.kb;
-      osc[r] = sage2::softmax_step(row, row, nk, m[r], den[r], true);
+      osc[r] = ts::sage2::softmax_step(row, row, nk, m[r], den[r], true);
     }
     __syncthreads();
     for (long long e = threadIdx.x; e < nr * D; e += blockDim.x) {
@@ -91,14 +92,14 @@ __global__ void sage2_tile_kernel(Args a) {
       if (a.accum == 0) av = av * osc[r];
       float part = 0.0f;
       double half = 0.0;
-      for (int c0 = 0; c0 < nk; c0 += static_cast<int>(sage2::kPvChunk)) {
-        const int nc = min(static_cast<int>(sage2::kPvChunk), nk - c0);
+      for (int c0 = 0; c0 < nk; c0 += static_cast<int>(ts::sage2::kPvChunk)) {
+        const int nc = min(static_cast<int>(ts::sage2::kPvChunk), nk - c0);
         double cs = 0.0;
         for (int j = 0; j < nc; ++j)
           cs += static_cast<double>(prow[c0 + j]) * static_cast<double>(vh[(k0 + c0 + j) * D + d]);
-        if (a.accum == 0) av = sage2::f32_of_sum(av, cs);
-        else if (a.accum == 1) part = sage2::f32_of_sum(part, cs);
-        else half = sage2::fp16_of_double(half + cs);
+        if (a.accum == 0) av = ts::sage2::f32_of_sum(av, cs);
+        else if (a.accum == 1) part = ts::sage2::f32_of_sum(part, cs);
+        else half = ts::sage2::fp16_of_double(half + cs);
       }
       if (a.accum != 0) av = av * osc[r] + (a.accum == 1 ? part : static_cast<float>(half));
       *acc = av;
@@ -108,7 +109,7 @@ __global__ void sage2_tile_kernel(Args a) {
   for (long long e = threadIdx.x; e < nr * D; e += blockDim.x) {
     const int r = static_cast<int>(e / D);
     const long long d = e % D, i = ((r0 + r) * H + h) * D + d;
-    float o = sage2::normalize(a.acc[i], den[r]);
+    float o = ts::sage2::normalize(a.acc[i], den[r]);
     if (a.vs) o = o * a.vs[h * D + d];
     a.out[i] = o;
   }
@@ -121,15 +122,16 @@ __global__ void widen_kernel(const float* in, double* out, long long n) {
     out[i] = static_cast<double>(in[i]);
 }
 
-// CUDA events around what `body` launches.
-template <class F>
-cudaError_t timed(F body, double* ms_out) {
+// CUDA events around what `body` launches; `meanwhile` runs on the host before the wait.
+template <class F, class G>
+cudaError_t timed(F body, G meanwhile, double* ms_out) {
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
   cudaEventRecord(start);
   cudaError_t e = body();
   cudaEventRecord(stop);
+  if (e == cudaSuccess) meanwhile();
   if (e == cudaSuccess) e = cudaEventSynchronize(stop);
   float ms = 0;
   if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, start, stop);
@@ -149,25 +151,65 @@ long long sage2_shared_bytes(int blkq, int key_block) {
   return (static_cast<long long>(blkq) * key_block + 3LL * blkq) * static_cast<long long>(sizeof(float));
 }
 
-std::string sage2_attention_device(const Sage2DeviceProblem& p, Sage2Kernel kernel, float* out, Sage2Timing* t) {
+std::string sage2_attention_device(const Sage2DeviceProblem& p, const Sage2Quantisers& quant, const StoredInput& q,
+                                   const StoredInput& k, const StoredInput& v, Sage2Kernel kernel,
+                                   float* (*place)(void*), void* ctx, Sage2Timing* t) {
   if (kernel == Sage2Kernel::automatic)
     kernel = sage2_tc_unsupported(p.H, static_cast<int>(p.D), p.key_block).empty() ? Sage2Kernel::tc
                                                                                     : Sage2Kernel::simt;
   const bool tc = kernel == Sage2Kernel::tc;
   const auto t0 = Clock::now();
   const size_t n = static_cast<size_t>(p.S * p.H * p.D), nt = static_cast<size_t>(p.H * p.S);
-  DeviceBuffer<int8_t> q8(n), k8(n);
-  DeviceBuffer<float> qs(nt), ks(nt), v(n), vs(static_cast<size_t>(p.H * p.D)), acc(tc ? 0 : n), dout(n);
-  DeviceBuffer<double> vd(tc ? n : 0);
-  for (cudaError_t e : {q8.err, k8.err, qs.err, ks.err, v.err, vs.err, acc.err, dout.err, vd.err})
-    if (e != cudaSuccess) return cuda_failure("cudaMalloc", e);
+  const long long S = p.S, H = p.H, D = p.D;
   cudaError_t e;
-  struct Copy { void* dst; const void* src; size_t bytes; const char* what; };
-  for (const Copy& c : {Copy{q8.p, p.q8, n, "copy q codes"}, Copy{k8.p, p.k8, n, "copy k codes"},
-                        Copy{qs.p, p.q_scale_tok, nt * 4, "copy q scales"},
-                        Copy{ks.p, p.k_scale_tok, nt * 4, "copy k scales"}, Copy{v.p, p.v, n * 4, "copy v"},
-                        Copy{vs.p, p.v_scale, static_cast<size_t>(p.H * p.D) * 4, "copy v scales"}})
-    if ((e = copy_to_device(c.dst, c.src, c.bytes)) != cudaSuccess) return cuda_failure(c.what, e);
+  // The inputs as stored, side by side, then float32 head-major.
+  const size_t qb = n * stored_input_bytes(q.type), kb = n * stored_input_bytes(k.type),
+               vb = n * stored_input_bytes(v.type);
+  DeviceBuffer<float> qf(n), kf(n), vf(n), km(static_cast<size_t>(p.H * p.D));
+  {
+    DeviceBuffer<unsigned char> raw(qb + kb + vb);
+    for (cudaError_t be : {raw.err, qf.err, kf.err, vf.err, km.err})
+      if (be != cudaSuccess) return cuda_failure("cudaMalloc", be);
+    if ((e = copy_input_to_device(raw.p, q)) != cudaSuccess) return cuda_failure("upload q", e);
+    if ((e = copy_input_to_device(raw.p + qb, k)) != cudaSuccess) return cuda_failure("upload k", e);
+    if ((e = copy_input_to_device(raw.p + qb + kb, v)) != cudaSuccess) return cuda_failure("upload v", e);
+    if (t) t->upload_ms = ms_since(t0);
+    using sage2::Stored;
+    if ((e = sage2::to_head_major(raw.p, static_cast<Stored>(q.type), S, H, D, qf.p)) != cudaSuccess ||
+        (e = sage2::to_head_major(raw.p + qb, static_cast<Stored>(k.type), S, H, D, kf.p)) != cudaSuccess ||
+        (e = sage2::to_head_major(raw.p + qb + kb, static_cast<Stored>(v.type), S, H, D, vf.p)) != cudaSuccess)
+      return cuda_failure("inputs head-major", e);
+    if ((e = cudaDeviceSynchronize()) != cudaSuccess) return cuda_failure("inputs head-major", e);
+  }
+  const auto t_prep = Clock::now();
+  DeviceBuffer<int8_t> q8(n), k8(n);
+  DeviceBuffer<float> qs(nt), ks(nt), vs(static_cast<size_t>(p.H * p.D)), acc(tc ? 0 : n), dout(n);
+  DeviceBuffer<double> vd(tc ? n : 0);
+  for (cudaError_t be : {q8.err, k8.err, qs.err, ks.err, vs.err, acc.err, dout.err, vd.err})
+    if (be != cudaSuccess) return cuda_failure("cudaMalloc", be);
+  const auto round = static_cast<sage2::Round>(quant.km_round);
+  const bool per_thread = quant.per_thread != 0;
+  if (quant.smooth_k) {
+    if ((e = sage2::smoothing_mean(kf.p, S, H, D, quant.inv_s, round, km.p)) != cudaSuccess)
+      return cuda_failure("smoothing mean", e);
+    if ((e = sage2::subtract_mean(kf.p, km.p, S, H, D, per_thread, round, kf.p)) != cudaSuccess)
+      return cuda_failure("k - km", e);
+  }
+  if ((e = sage2::quantize_int8(qf.p, S, H, D, {per_thread, true, quant.blkq, quant.warpq}, q8.p, qs.p)) !=
+      cudaSuccess)
+    return cuda_failure("q codes", e);
+  if ((e = sage2::quantize_int8(kf.p, S, H, D, {per_thread, false, quant.blkk, quant.warpk}, k8.p, ks.p)) !=
+      cudaSuccess)
+    return cuda_failure("k codes", e);
+  long long zeros = 0;
+  // The decoded values in place of the float32 V (each element reads only its own).
+  if ((e = sage2::quantize_v_fp8(vf.p, S, H, D, quant.scale_max, vf.p, vs.p, &zeros)) != cudaSuccess)
+    return cuda_failure("v codes", e);
+  if ((e = cudaDeviceSynchronize()) != cudaSuccess) return cuda_failure("quantisers", e);
+  if (t) {
+    t->prepare_ms = ms_since(t_prep);
+    t->v_zero_channels = zeros;
+  }
   if (!tc && (e = cudaMemset(acc.p, 0, n * 4)) != cudaSuccess) return cuda_failure("zero acc", e);
   // Poison the output so a kernel that writes nothing cannot pass.
   if ((e = cudaMemset(dout.p, 0xFF, n * 4)) != cudaSuccess) return cuda_failure("poison output", e);
@@ -177,9 +219,8 @@ std::string sage2_attention_device(const Sage2DeviceProblem& p, Sage2Kernel kern
                                   static_cast<int>(smem))) != cudaSuccess)
       return cuda_failure("shared memory size", e);
   }
-  if ((e = cudaDeviceSynchronize()) != cudaSuccess) return cuda_failure("upload", e);
-  if (t) t->upload_ms = ms_since(t0);
   double ms = 0;
+  float* out = nullptr;
   if (tc) {
     Sage2TcArgs a;
     a.S = p.S;
@@ -197,14 +238,14 @@ std::string sage2_attention_device(const Sage2DeviceProblem& p, Sage2Kernel kern
     a.out = dout.p;
     e = timed(
         [&] {
-          widen_kernel<<<1024, 256>>>(v.p, vd.p, static_cast<long long>(n));
+          widen_kernel<<<1024, 256>>>(vf.p, vd.p, static_cast<long long>(n));
           const cudaError_t w = cudaGetLastError();
           return w != cudaSuccess ? w : sage2_tc_launch(a);
         },
-        &ms);
+        [&] { out = place(ctx); }, &ms);
   } else {
     const Args args{p.S, p.H, p.D, p.blkq, p.key_block, p.accum, p.sm_scale, q8.p, k8.p,
-                    qs.p, ks.p, v.p, vs.p, acc.p, dout.p};
+                    qs.p, ks.p, vf.p, vs.p, acc.p, dout.p};
     const dim3 grid(static_cast<unsigned>((p.S + p.blkq - 1) / p.blkq), static_cast<unsigned>(p.H));
     const long long smem = sage2_shared_bytes(p.blkq, p.key_block);
     e = timed(
@@ -212,7 +253,7 @@ std::string sage2_attention_device(const Sage2DeviceProblem& p, Sage2Kernel kern
           sage2_tile_kernel<<<grid, kThreads, static_cast<size_t>(smem)>>>(args);
           return cudaGetLastError();
         },
-        &ms);
+        [&] { out = place(ctx); }, &ms);
   }
   if (e != cudaSuccess) return cuda_failure(tc ? "sage2 tc kernel" : "sage2 simt kernel", e);
   const auto t1 = Clock::now();

@@ -1,7 +1,7 @@
 #pragma once
-// The sage2 emulation with its O(S²) part on a CUDA device, mirroring
-// reference/attention_sage2.hpp name for name. The quantisers run on the host
-// (sage2_prepare); the device computes the same bits as the host emulation
+// The sage2 emulation on a CUDA device, mirroring reference/attention_sage2.hpp name for name.
+// q, k, v go to the device as stored; the quantisers run there with sage2_prepare's steps
+// (cuda/sage2_quant.cuh) and the attention after them: the same bits as the host emulation
 // (tested bit for bit), fast enough for block24-sized fixtures.
 #include <memory>
 

@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/phase.hpp"
 #include "reference/cuda/exact_kernel.hpp"
+#include "reference/cuda/input_for_device.hpp"
 #include "reference/cuda/sol_kernel.hpp"
 #include "reference/numerics/convert.hpp"
 #include "reference/zero_tensor.hpp"
@@ -58,7 +59,7 @@ class SolCudaBackend final : public AttentionBackend {
     return r;
   }
   std::string device() const override { return "cuda"; }
-  bool reads_stored_inputs() const override { return true; }  // sol_prepare_inputs converts them
+  bool reads_stored_inputs() const override { return true; }  // sol_prepare_device converts them
   void continue_from(AttentionBackend& earlier) override {
     if (auto* e = dynamic_cast<SolCudaBackend*>(&earlier)) inputs_ = e->inputs_;
   }
@@ -68,20 +69,6 @@ class SolCudaBackend final : public AttentionBackend {
   std::string name_;
   std::shared_ptr<SolCudaInputs> inputs_;
 };
-
-// Each token's scale, so the device needs no layout logic.
-std::vector<float> per_token(const sage2::Int8Tensor& t) {
-  std::vector<float> out(static_cast<size_t>(t.H * t.S));
-#pragma omp parallel for schedule(static)
-  for (int64_t h = 0; h < t.H; ++h)
-    for (int64_t s = 0; s < t.S; ++s) out[static_cast<size_t>(h * t.S + s)] = t.scale(h, s);
-  return out;
-}
-
-template <class T>
-void release(std::vector<T>& x) {
-  std::vector<T>().swap(x);
-}
 
 // The device's shared memory per block (the H100/H200 opt-in maximum).
 constexpr long long kMaxSharedBytes = 227 * 1024;
@@ -110,27 +97,17 @@ std::shared_ptr<SolCudaInputs> sol_cuda_prepare(const AttentionProblem& problem,
   in->k_stored = problem.k_stored;
   in->v_stored = problem.v_stored;
   in->config = c;
-  // The context is made beside the host's preparation, which uses every core for a second or more.
+  // The context is made beside the host's work before the upload (the layout, any float32 copy).
   std::string context_err;
   std::jthread context([&context_err] { context_err = make_device_context(); });
-  std::optional<Phase> ph(std::in_place, "sol_cuda: inputs on the host (rounding, quantising, means)");
-  in->pr = sol_prepare_inputs(problem, c);
+  std::optional<Phase> ph(std::in_place, "sol_cuda: layout and inputs for the device");
+  in->pr = sol_layout(problem, c);
   SolPrepared& pr = in->pr;
-  ph.emplace("sol_cuda: pseudo keys and scales");
-  const bool int8 = c.precision != SolPrecision::bf16, pv8 = c.precision == SolPrecision::int8_qk_pv;
-
   std::vector<long long> blocks;
   for (const SolKeyBlock& b : pr.blocks) blocks.insert(blocks.end(), {b.start, b.length, b.video_index});
-  std::vector<float> pseudo_k(static_cast<size_t>(pr.H * pr.VB * pr.D)), ln_n(static_cast<size_t>(pr.VB));
-  for (int64_t h = 0; h < pr.H; ++h)
-    for (int64_t j = 0; j < pr.VB; ++j)
-      for (int64_t d = 0; d < pr.D; ++d) pseudo_k[(h * pr.VB + j) * pr.D + d] = sol_pseudo_key(pr, c, h, j, d);
+  std::vector<float> ln_n(static_cast<size_t>(pr.VB));
   for (int64_t j = 0; j < pr.VB; ++j) ln_n[j] = sol_log_block_length(pr, j);
-  std::vector<float> qs, ks;
-  if (int8) {
-    qs = per_token(pr.q8);
-    ks = per_token(pr.k8);
-  }
+  const InputForDevice q(problem.q, problem.q_stored), k(problem.k, problem.k_stored), v(problem.v, problem.v_stored);
 
   SolDeviceProblem dp;
   dp.S = pr.S;
@@ -144,37 +121,52 @@ std::shared_ptr<SolCudaInputs> sol_cuda_prepare(const AttentionProblem& problem,
   dp.precision = c.precision == SolPrecision::bf16 ? 0 : c.precision == SolPrecision::int8_qk ? 1 : 2;
   dp.scale = static_cast<float>(problem.softmax_scale);
   dp.blocks = blocks.data();
-  dp.q = pr.q.x.data();
-  dp.k = int8 ? nullptr : pr.k.x.data();
-  dp.v = pv8 ? nullptr : pr.v.x.data();
-  dp.q8 = int8 ? pr.q8.codes.data() : nullptr;
-  dp.k8 = int8 ? pr.k8.codes.data() : nullptr;
-  dp.q_scale = int8 ? qs.data() : nullptr;
-  dp.k_scale = int8 ? ks.data() : nullptr;
-  dp.v8 = pv8 ? pr.v8.data() : nullptr;
-  dp.v8_scale = pv8 ? pr.v8_scale.data() : nullptr;
-  dp.pseudo_k = pseudo_k.data();
-  dp.vbar = pr.vbar.data();
   dp.ln_n = ln_n.data();
+  dp.softmax_scale = problem.softmax_scale;
+  // The smoothing mean's factor and rounding, as sage2::smoothing_mean forms them.
+  dp.inv_s = 1.0f / static_cast<float>(pr.S);
+  dp.km_round = problem.input_dtype == DType::bf16 ? 0 : problem.input_dtype == DType::f16 ? 1 : 2;
+  pr.r.assign(static_cast<size_t>(pr.H * pr.QB * pr.VB), 0.0);
   ph.emplace("sol_cuda: device context (waited for)");
   context.join();
   if (!context_err.empty()) throw InternalError("sol_cuda: " + context_err);
+  ph.emplace("sol_cuda: inputs to the device as stored, prepared there (widening, means, r, quantising)");
   std::string err;
-  ph.emplace("sol_cuda: upload");
-  in->device = sol_upload(dp, &err);
+  in->device = sol_prepare_device(dp, q.input(), k.input(), v.input(), pr.r.data(), nullptr, &err);
   if (!in->device) throw InternalError("sol_cuda: " + err);
-  // The device holds them now; routing and sol_finish read only r and the layout.
-  release(pr.q.x);
-  release(pr.k.x);
-  release(pr.v.x);
-  release(pr.kbar);
-  release(pr.vbar);
-  release(pr.km);
-  release(pr.q8.codes);
-  release(pr.k8.codes);
-  release(pr.v8);
-  release(pr.v8_scale);
   return in;
+}
+
+SolCudaPrepared sol_cuda_prepared(const AttentionProblem& problem, const SolConfig& c) {
+  sol_cuda_check(problem, c);
+  const std::shared_ptr<SolCudaInputs> in = sol_cuda_prepare(problem, c);
+  SolCudaPrepared out;
+  out.pr = in->pr;
+  const size_t n = static_cast<size_t>(out.pr.S * out.pr.H * out.pr.D), nt = static_cast<size_t>(out.pr.H * out.pr.S);
+  const size_t nvd = static_cast<size_t>(out.pr.H * out.pr.VB * out.pr.D);
+  const size_t nbd = static_cast<size_t>(out.pr.H * static_cast<int64_t>(out.pr.blocks.size()) * out.pr.D);
+  const bool int8 = c.precision != SolPrecision::bf16, pv8 = c.precision == SolPrecision::int8_qk_pv;
+  const auto get = [&](const char* name, auto& dst, size_t count) {
+    dst.resize(count);
+    const std::string err = sol_download(*in->device, name, dst.data(), count * sizeof(dst[0]));
+    if (!err.empty()) throw InternalError("sol_cuda: " + err);
+  };
+  get("q", out.q, n);
+  get("pseudo_k", out.pseudo_k, nvd);
+  get("vbar", out.vbar, nvd);
+  if (!int8) get("k", out.k, n);
+  if (!pv8) get("v", out.v, n);
+  if (int8) {
+    get("q8", out.q8, n);
+    get("k8", out.k8, n);
+    get("q_scale", out.q_scale, nt);
+    get("k_scale", out.k_scale, nt);
+  }
+  if (pv8) {
+    get("v8", out.v8, n);
+    get("v8_scale", out.v8_scale, nbd);
+  }
+  return out;
 }
 
 AttentionResult sol_cuda_run(SolCudaInputs& in, const SolConfig& c) {

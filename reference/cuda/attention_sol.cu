@@ -15,6 +15,7 @@
 
 #include "reference/cuda/device_buffer.cuh"
 #include "reference/cuda/staged_copy.cuh"
+#include "reference/cuda/sol_device_inputs.cuh"
 #include "reference/cuda/sol_kernel.hpp"
 #include "reference/numerics/convert.hpp"
 #include "reference/sol_arith.hpp"
@@ -296,79 +297,7 @@ __global__ void sol_tile_kernel(Args a) {
   }
 }
 
-template <class T>
-struct Upload {
-  DeviceBuffer<T> buf;
-  Upload(const T* host, size_t n) : buf(host ? n : 0) {
-    if (host && buf.err == cudaSuccess) buf.err = copy_to_device(buf.p, host, n * sizeof(T));
-  }
-  const T* get() const { return buf.p; }
-};
-
 }  // namespace
-
-struct SolDeviceInputs {
-  SolDeviceProblem p;  // device pointers; mask and compensation per run
-  size_t n, nt, nvd;
-  Upload<long long> blocks;
-  Upload<float> q, k, v, qs, ks;
-  Upload<int8_t> q8, k8, v8;
-  Upload<float> v8s, pk, vbar, ln_n;
-  DeviceBuffer<uint8_t> mask;
-  DeviceBuffer<float> acc, out;
-  // Pinned: the output comes back at the bus's speed. Made on the first run while its kernel
-  // computes (pinning block24's 1.1 GB took a good part of the upload when it was made here), and
-  // kept for the runs after it (a sweep reuses these inputs).
-  float* host_out = nullptr;
-  explicit SolDeviceInputs(const SolDeviceProblem& h)
-      : p(h),
-        n(static_cast<size_t>(h.S * h.H * h.D)),
-        nt(static_cast<size_t>(h.H * h.S)),
-        nvd(static_cast<size_t>(h.H * h.VB * h.D)),
-        blocks(h.blocks, static_cast<size_t>(h.NB * 3)),
-        q(h.q, n),
-        k(h.k, n),
-        v(h.v, n),
-        qs(h.q_scale, nt),
-        ks(h.k_scale, nt),
-        q8(h.q8, n),
-        k8(h.k8, n),
-        v8(h.v8, n),
-        v8s(h.v8_scale, static_cast<size_t>(h.H * h.NB * h.D)),
-        pk(h.pseudo_k, nvd),
-        vbar(h.vbar, nvd),
-        ln_n(h.ln_n, static_cast<size_t>(h.VB)),
-        mask(static_cast<size_t>(h.H * h.QB * h.VB)),
-        acc(n),
-        out(n) {
-    p.blocks = blocks.get();
-    p.mask = mask.p;
-    p.q = q.get();
-    p.k = k.get();
-    p.v = v.get();
-    p.q_scale = qs.get();
-    p.k_scale = ks.get();
-    p.q8 = q8.get();
-    p.k8 = k8.get();
-    p.v8 = v8.get();
-    p.v8_scale = v8s.get();
-    p.pseudo_k = pk.get();
-    p.vbar = vbar.get();
-    p.ln_n = ln_n.get();
-  }
-  ~SolDeviceInputs() {
-    if (host_out) cudaFreeHost(host_out);
-  }
-  SolDeviceInputs(const SolDeviceInputs&) = delete;
-  SolDeviceInputs& operator=(const SolDeviceInputs&) = delete;
-  cudaError_t err() const {
-    for (cudaError_t e : {blocks.buf.err, q.buf.err, k.buf.err, v.buf.err, qs.buf.err, ks.buf.err, q8.buf.err,
-                          k8.buf.err, v8.buf.err, v8s.buf.err, pk.buf.err, vbar.buf.err, ln_n.buf.err, mask.err,
-                          acc.err, out.err})
-      if (e != cudaSuccess) return e;
-    return cudaSuccess;
-  }
-};
 
 std::string make_device_context() {
   const cudaError_t e = cudaFree(nullptr);
@@ -377,15 +306,6 @@ std::string make_device_context() {
 
 long long sol_shared_bytes(long long block_q, long long block_k, long long D) {
   return (block_q * (D + 1) + block_k * (D + 1) + block_q * (block_k + 1) + 3 * block_q) * 4 + block_k * 4 + 4;
-}
-
-std::shared_ptr<SolDeviceInputs> sol_upload(const SolDeviceProblem& p, std::string* err) {
-  auto in = std::make_shared<SolDeviceInputs>(p);
-  if (const cudaError_t e = in->err(); e != cudaSuccess) {
-    *err = cuda_failure("upload", e);
-    return nullptr;
-  }
-  return in;
 }
 
 std::string sol_attention_device(SolDeviceInputs& in, const uint8_t* mask, int compensation, const float** out,

@@ -4,20 +4,27 @@
 #include <cstdint>
 #include <string>
 
+#include "reference/cuda/stored_input.hpp"
+
 namespace ts::cuda {
 
-// The quantised sage2 problem as the host prepared it (reference/attention_sage2.hpp),
-// all host arrays. accum: 0 fp32, 1 fp32+fp32, 2 fp32+fp16.
+// The sage2 problem's dimensions and kernel knobs. accum: 0 fp32, 1 fp32+fp32, 2 fp32+fp16.
 struct Sage2DeviceProblem {
   long long S = 0, H = 0, D = 0;
   int blkq = 128, key_block = 64, accum = 2;
   float sm_scale = 0;
-  const int8_t* q8 = nullptr;         // [H][S][D] codes
-  const int8_t* k8 = nullptr;         // [H][S][D] codes of K - km
-  const float* q_scale_tok = nullptr;  // [H][S]: each token's Q scale
-  const float* k_scale_tok = nullptr;  // [H][S]
-  const float* v = nullptr;           // [H][S][D] decoded E4M3 values
-  const float* v_scale = nullptr;     // [H][D]
+};
+
+// The quantisers' knobs (reference/attention_sage2.cpp sage2_prepare's steps, run on the device):
+// the INT8 granularity and group geometry, K smoothing with f32(1/S) and the element type km and
+// (per_thread) K − km are rounded to (0 bf16, 1 fp16, 2 none: the input dtype), the FP8 scale maximum.
+struct Sage2Quantisers {
+  int per_thread = 0;
+  long long blkq = 128, warpq = 32, blkk = 64, warpk = 64;
+  int smooth_k = 1;
+  float inv_s = 0;
+  int km_round = 2;
+  float scale_max = 448.0f;
 };
 
 // Which device kernel computes it; both give the host's bits.
@@ -39,14 +46,19 @@ std::string sage2_tc_unsupported(long long H, int D, int key_block);
 // and which kernel ran.
 struct Sage2Timing {
   double device_ms = 0;  // CUDA events around the compute (V widening included for tc)
-  double upload_ms = 0, download_ms = 0;
+  double upload_ms = 0, prepare_ms = 0, download_ms = 0;  // prepare: the quantisers on the device
+  long long v_zero_channels = 0;  // V channels that are all zero (scale 0, output channel 0)
   Sage2Kernel kernel = Sage2Kernel::simt;
 };
 
-// out[S*H*D] (float32, before the bf16 rounding) = the sage2 attention of p,
-// computed by `kernel` (tc or simt; automatic resolves here). Returns an empty
-// string or the failing CUDA call.
-std::string sage2_attention_device(const Sage2DeviceProblem& p, Sage2Kernel kernel, float* out, Sage2Timing* t);
+// out[S*H*D] (float32, before the bf16 rounding) = the sage2 attention of q, k, v (as stored),
+// quantised on the device as sage2_prepare does on the host, bit for bit (sage2_quant.cuh), then
+// computed by `kernel` (tc or simt; automatic resolves here); out = place(ctx), called on this
+// thread while the kernel computes (the host makes its output's pages meanwhile). Returns an
+// empty string or the failing CUDA call.
+std::string sage2_attention_device(const Sage2DeviceProblem& p, const Sage2Quantisers& quant, const StoredInput& q,
+                                   const StoredInput& k, const StoredInput& v, Sage2Kernel kernel,
+                                   float* (*place)(void*), void* ctx, Sage2Timing* t);
 
 // Bytes of shared memory a simt block needs (scores of one key block + row state).
 long long sage2_shared_bytes(int blkq, int key_block);

@@ -9,9 +9,24 @@
 
 #include <cstddef>
 
+#include "reference/cuda/stored_input.hpp"
+
 namespace ts::cuda {
 
+// Where the bytes of one contiguous device range come from: pieces of host memory, ascending by
+// offset, covering [0, total) without gaps (a fixture dataset's chunks where the file's mapping holds them).
+struct HostPiece {
+  size_t offset = 0, bytes = 0;
+  const void* src = nullptr;
+};
+
 cudaError_t copy_to_device(void* dst, const void* src, size_t bytes);
+// The pieces, gathered into the staging buffers, into dst[0, total).
+cudaError_t copy_pieces_to_device(void* dst, const HostPiece* pieces, size_t n_pieces, size_t total);
+// An input's elements as stored, into dst (room for all of them at their stored size).
+cudaError_t copy_input_to_device(void* dst, const StoredInput& in);
+// Bytes per element of a StoredInput type.
+inline size_t stored_input_bytes(int type) { return type == 2 ? 4 : 2; }
 cudaError_t copy_to_host(void* dst, const void* src, size_t bytes);
 
 }  // namespace ts::cuda

@@ -173,7 +173,7 @@ TS_HD inline int8_t int8_rni_sat(float x) {
 // addition (so 0.49999997 + 0.5 rounds to 1.0 and becomes 1), then the
 // conversion truncates toward zero; it saturates to [-128, 127] and NaN -> 0
 // as the GPU's cvt.rzi.sat.s8.f32 does.
-inline int8_t int8_round_half_away_trunc(float x_div_scale) {
+TS_HD inline int8_t int8_round_half_away_trunc(float x_div_scale) {
   if (!(x_div_scale == x_div_scale)) return 0;
   const float y = x_div_scale + (x_div_scale >= 0.0f ? 0.5f : -0.5f);
   if (y >= 127.0f) return 127;
