@@ -145,35 +145,20 @@ float sol_log_block_length(const SolPrepared& pr, int64_t j) {
 
 namespace {
 
-// The float32 products of the bf16 and int8_qk variants, in index order: each logit sums its
-// channels in order, each output its keys in order, from zero, as one sequential loop (and the
-// CUDA mirror) does. A BLAS's order depends on its blocking, which Eigen sizes from the CPU's
-// caches: the same fixture gave other bits on another machine. The inner loops run over
-// independent sums, so they vectorise without reordering any of them.
-// sc[r][j] = sum_d q[r][d] * kt[d][j]   (q [nr][D], kt [D][n])
-[[gnu::target_clones("avx2", "default")]] void logits_in_order(const float* q, int64_t nr, const float* kt,
-                                                              int64_t n, int64_t D, float* sc) {
-  for (int64_t r = 0; r < nr; ++r) {
-    float* o = sc + r * n;
-    std::fill(o, o + n, 0.0f);
-    for (int64_t d = 0; d < D; ++d) {
-      const float qd = q[r * D + d];
-      const float* kd = kt + d * n;
-      for (int64_t j = 0; j < n; ++j) o[j] += qd * kd[j];
-    }
-  }
-}
-
-// acc[r][d] = sum_j p[r][j] * v[j][d]   (p [nr][n], v [n][D])
-[[gnu::target_clones("avx2", "default")]] void pv_in_order(const float* p, int64_t nr, int64_t n, const float* v,
-                                                          int64_t D, float* acc) {
-  for (int64_t r = 0; r < nr; ++r) {
-    float* a = acc + r * D;
-    std::fill(a, a + D, 0.0f);
-    for (int64_t j = 0; j < n; ++j) {
-      const float pj = p[r * n + j];
-      const float* vj = v + j * D;
-      for (int64_t d = 0; d < D; ++d) a[d] += pj * vj[d];
+// The float32 products of the bf16 and int8_qk variants (the logits q·kᵀ, P·V), in index order:
+// c[r][j] = sum over k in order of a[r][k] * b[k][j], from zero, as one sequential loop (and the
+// CUDA mirror) sums it. A BLAS's order depends on its blocking, which Eigen sizes from the CPU's
+// caches: the same fixture gave other bits on another machine. The inner loop runs over
+// independent sums, so it vectorises without reordering any of them.
+[[gnu::target_clones("avx2", "default")]] void product_in_order(const float* a, int64_t rows, int64_t inner,
+                                                               const float* b, int64_t cols, float* c) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* o = c + r * cols;
+    std::fill(o, o + cols, 0.0f);
+    for (int64_t k = 0; k < inner; ++k) {
+      const float ark = a[r * inner + k];
+      const float* bk = b + k * cols;
+      for (int64_t j = 0; j < cols; ++j) o[j] += ark * bk[j];
     }
   }
 }
@@ -235,7 +220,7 @@ void attend_block(const SolPrepared& pr, const SolConfig& c, float scale, int64_
       for (int64_t j = 0; j < n; ++j) sc(r, j) = (sc(r, j) * (qs * ks[j])) * scale;
     }
   } else {
-    logits_in_order(pr.q.head(h) + q0 * D, nr, kt.data(), n, D, sc.data());
+    product_in_order(pr.q.head(h) + q0 * D, nr, D, kt.data(), n, sc.data());
     sc *= scale;
   }
 
@@ -271,7 +256,7 @@ void attend_block(const SolPrepared& pr, const SolConfig& c, float scale, int64_
 
   RowMat<float> acc(nr, D);
   if (c.precision != SolPrecision::int8_qk_pv) {
-    pv_in_order(sc.data(), nr, n, vg.data(), D, acc.data());
+    product_in_order(sc.data(), nr, n, vg.data(), D, acc.data());
   } else {
     // INT8 P·V per attended key block: P per (row, block) with scale
     // amax/127 (amax from 1e-7), rni.sat codes; V per (block, channel) the

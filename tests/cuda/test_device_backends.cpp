@@ -56,7 +56,7 @@ struct DeviceCase {
 // sage2: the device mirrors the host's steps, bit for bit, with either kernel (tc, simt).
 // sol: the host routes from r, which the device prepares with the host's bits; int8_qk_pv sums
 // only integer codes in float, so any order is exact; bf16 and int8_qk sum their float32 products
-// in index order on both sides (reference/attention_sol.cpp logits_in_order, pv_in_order).
+// in index order on both sides (reference/attention_sol.cpp product_in_order).
 const DeviceCase kCases[] = {
     {"exact_cuda", "exact", Promise::rel_l2, 1e-13, true, false},
     {"exact_cuda:kernel=gemm", "exact", Promise::rel_l2, 1e-13, false, false},
