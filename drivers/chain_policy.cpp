@@ -138,8 +138,10 @@ ChainJudgement judge_chains(const ChainSet& set, const std::vector<Schedule>& sc
     const ChainResult& ch = run.chains[i];
     Evidence ev;
     ev.candidate = ch.schedule.text;
-    const bool real = (!ch.emulated && !is_emulation_spec(base)) || gate.time_emulations;
+    const bool kernel = !ch.emulated && !is_emulation_spec(base);
+    const bool real = kernel || gate.time_emulations;
     J.time_is_real.push_back(real);
+    J.time_is_kernel.push_back(kernel);
     if (!ch.error.empty() || ch.cells.size() != run.baseline.size()) {
       ev.error = ch.error.empty() ? "the chain stopped early" : ch.error;
     } else {
@@ -196,6 +198,12 @@ ChainJudgement judge_chains(const ChainSet& set, const std::vector<Schedule>& sc
   return J;
 }
 
+std::string ChainJudgement::time_note(size_t i) const {
+  if (time_is_kernel.at(i)) return "kernel times, summed over cells";
+  if (time_is_real.at(i)) return "emulation times, summed over cells: judged, as the gate's time_emulations asks";
+  return "emulation time: not a speed verdict";
+}
+
 int ChainJudgement::exit_code() const {
   if (search) return chosen ? 0 : 1;
   return cases.run.exit_code();
@@ -223,8 +231,7 @@ nlohmann::json ChainJudgement::to_json() const {
                       {"error", ch.error},
                       {"attention_ms", ch.attention_ms()},
                       {"time_is_real", time_is_real[i]},
-                      {"time_note", time_is_real[i] ? "kernel times, summed over cells"
-                                                    : "emulation time: not a speed verdict"},
+                      {"time_note", time_note(i)},
                       {"work", ch.work()},
                       {"verdict", cases.run.candidates[i].to_json()}});
   }

@@ -27,6 +27,11 @@ struct ChainJudgement {
   // Whether the speed of a schedule can be a speed verdict: no emulation on
   // either side (or the gate times emulations). Else the time is shown, flagged.
   std::vector<bool> time_is_real;
+  // Whether it is a kernel's time too: no emulation on either side. time_is_real without it is an
+  // emulation's time judged because the gate sets time_emulations.
+  std::vector<bool> time_is_kernel;
+  // What a schedule's summed attention time is, in words (JSON time_note, the terminal, the page).
+  std::string time_note(size_t i) const;
   std::vector<size_t> frontier;  // indices on the work/time-vs-error frontier, fastest first
   std::vector<size_t> ranked;    // every schedule, cheapest first by the cost the choice used (ties: more
                                  // accurate first), those that did not finish last

@@ -153,7 +153,8 @@ std::string policy_table(const ChainJudgement& J) {
       << rnum(ch.work()) << "</td><td><code>" << markup_escape(ch.schedule.text) << "</code></td><td class=\"num\">"
       << (ok ? rnum(ch.last().vs_baseline.rel_l2) : "-") << "</td><td class=\"num\">"
       << (ok ? rnum(ch.last().vs_exact.rel_l2) : "-") << "</td><td class=\"num\">" << rnum(ch.attention_ms())
-      << (J.time_is_real[i] ? "" : " (emulation)") << "</td><td>" << verdict_of(J, i) << "</td></tr>\n";
+      << (J.time_is_kernel[i] ? "" : J.time_is_real[i] ? " (emulation, judged)" : " (emulation)") << "</td><td>"
+      << verdict_of(J, i) << "</td></tr>\n";
   }
   t << "</table></div>\n";
   return t.str();
@@ -185,14 +186,18 @@ std::string chain_text(const ChainJudgement& J, int width) {
         o << "largest own error: block " << w->block << " of step " << w->step << " (own " << rnum(w->own) << ", "
           << w->spec << ")\n";
       o << "attention " << rnum(ch.attention_ms()) << " ms against the baseline's " << rnum(run.baseline_attention_ms())
-        << " ms" << (J.time_is_real[i] ? "" : " (emulation time: not a speed verdict)") << "; dense-equivalent work "
+        << " ms" << (J.time_is_kernel[i] ? "" : " (" + J.time_note(i) + ")") << "; dense-equivalent work "
         << rnum(ch.work()) << "\n";
     }
   } else {
     const bool real = std::any_of(J.time_is_real.begin(), J.time_is_real.end(), [](bool b) { return b; });
+    const bool kernel = std::any_of(J.time_is_kernel.begin(), J.time_is_kernel.end(), [](bool b) { return b; });
     std::vector<size_t> w = {6, 7, 0, 9, 9, 9, 12};
     w[2] = static_cast<size_t>(std::max<int>(16, width - (6 + 7 + 9 * 3 + 12 + 6)));
-    o << "\nschedules, cheapest first (" << (real ? "summed kernel attention time" : "dense-equivalent work; times are emulations', not a speed verdict")
+    o << "\nschedules, cheapest first ("
+      << (kernel ? "summed kernel attention time"
+          : real ? "summed attention time of emulations, judged as the gate's time_emulations asks"
+                 : "dense-equivalent work; times are emulations', not a speed verdict")
       << "):\n";
     o << rrow({"front", "work", "schedule", "e_out", "vs_exact", "attn_ms", "verdict"}, w);
     for (size_t i : J.ranked) {

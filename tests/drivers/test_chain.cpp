@@ -330,8 +330,12 @@ TEST_CASE("policy with timed attention: faster is judged on summed time and the 
     if (i == *j.chosen) break;
     CHECK(j.cases.run.candidates[i].verdict != ts::Verdict::accept);  // the cheapest ACCEPTed by time
   }
-  CHECK_THAT(ts::chain_text(j, 100), Catch::Contains("cheapest first (summed kernel attention time)"));
-  CHECK(j.to_json()["chains"][0]["time_note"] == "kernel times, summed over cells");
+  // Emulations' times, judged because the gate asks: said so, never called a kernel's.
+  CHECK_THAT(ts::chain_text(j, 100),
+             Catch::Contains("cheapest first (summed attention time of emulations, judged as the gate's time_emulations asks)"));
+  CHECK_THAT(ts::chain_text(j, 100), !Catch::Contains("kernel attention time"));
+  CHECK(j.to_json()["chains"][0]["time_note"] ==
+        "emulation times, summed over cells: judged, as the gate's time_emulations asks");
 }
 
 TEST_CASE("policy search: a tau given twice is bad input, not the same schedule run twice") {
