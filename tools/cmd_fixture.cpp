@@ -4,9 +4,11 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/phase.hpp"
 #include "fixtures/fixture.hpp"
 #include "fixtures/identity.hpp"
 #include "fixtures/synth.hpp"
@@ -89,12 +91,18 @@ Registration synth_reg{
                       paths.size(), o->blocks, o->steps, o->preset.c_str(), static_cast<unsigned long long>(o->seed), secs);
           return ts::kPass;
         }
+        std::optional<ts::Phase> ph(std::in_place, "synthesize attention inputs");
         ts::SynthResult r = ts::synthesize(so);
-        if (o->with_block) ts::synthesize_block(so, r);
+        if (o->with_block) {
+          ph.emplace("synthesize the block");
+          ts::synthesize_block(so, r);
+        }
+        ph.emplace("write the fixture");
         ts::WriteOptions wo;
         wo.compress = o->compress;
         wo.replace = o->force;
         ts::write_synthetic(r, o->out, wo);
+        ph.reset();
         const double secs =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         const auto& k = r.config;
