@@ -80,8 +80,9 @@ AttentionResult sage2_attention(const AttentionProblem& problem, const Sage2Conf
   quant.blkk = c.blkk;
   quant.warpk = c.warpk;
   quant.smooth_k = c.smooth_k ? 1 : 0;
-  quant.inv_s = 1.0f / static_cast<float>(S);  // sage2::smoothing_mean's factor
-  quant.km_round = problem.input_dtype == DType::bf16 ? 0 : problem.input_dtype == DType::f16 ? 1 : 2;
+  const SmoothingMean sm = smoothing_mean_for(S, problem.input_dtype);
+  quant.inv_s = sm.inv_s;
+  quant.km_round = sm.km_round;
   quant.scale_max = c.scale_max;
   const auto t1 = Clock::now();
   // The float32 output and the result's float64 pages are made while the kernel computes.

@@ -158,28 +158,19 @@ std::string sage2_attention_device(const Sage2DeviceProblem& p, const Sage2Quant
     kernel = sage2_tc_unsupported(p.H, static_cast<int>(p.D), p.key_block).empty() ? Sage2Kernel::tc
                                                                                     : Sage2Kernel::simt;
   const bool tc = kernel == Sage2Kernel::tc;
-  const auto t0 = Clock::now();
   const size_t n = static_cast<size_t>(p.S * p.H * p.D), nt = static_cast<size_t>(p.H * p.S);
   const long long S = p.S, H = p.H, D = p.D;
   cudaError_t e;
   // The inputs as stored, side by side, then float32 head-major.
-  const size_t qb = n * stored_input_bytes(q.type), kb = n * stored_input_bytes(k.type),
-               vb = n * stored_input_bytes(v.type);
   DeviceBuffer<float> qf(n), kf(n), vf(n), km(static_cast<size_t>(p.H * p.D));
+  for (cudaError_t be : {qf.err, kf.err, vf.err, km.err})
+    if (be != cudaSuccess) return cuda_failure("cudaMalloc", be);
   {
-    DeviceBuffer<unsigned char> raw(qb + kb + vb);
-    for (cudaError_t be : {raw.err, qf.err, kf.err, vf.err, km.err})
-      if (be != cudaSuccess) return cuda_failure("cudaMalloc", be);
-    if ((e = copy_input_to_device(raw.p, q)) != cudaSuccess) return cuda_failure("upload q", e);
-    if ((e = copy_input_to_device(raw.p + qb, k)) != cudaSuccess) return cuda_failure("upload k", e);
-    if ((e = copy_input_to_device(raw.p + qb + kb, v)) != cudaSuccess) return cuda_failure("upload v", e);
-    if (t) t->upload_ms = ms_since(t0);
-    using sage2::Stored;
-    if ((e = sage2::to_head_major(raw.p, static_cast<Stored>(q.type), S, H, D, qf.p)) != cudaSuccess ||
-        (e = sage2::to_head_major(raw.p + qb, static_cast<Stored>(k.type), S, H, D, kf.p)) != cudaSuccess ||
-        (e = sage2::to_head_major(raw.p + qb + kb, static_cast<Stored>(v.type), S, H, D, vf.p)) != cudaSuccess)
-      return cuda_failure("inputs head-major", e);
-    if ((e = cudaDeviceSynchronize()) != cudaSuccess) return cuda_failure("inputs head-major", e);
+    const char* what = "";
+    double upload_ms = 0;
+    if ((e = sage2::inputs_head_major(q, k, v, S, H, D, qf.p, kf.p, vf.p, &upload_ms, &what)) != cudaSuccess)
+      return cuda_failure(what, e);
+    if (t) t->upload_ms = upload_ms;
   }
   const auto t_prep = Clock::now();
   DeviceBuffer<int8_t> q8(n), k8(n);

@@ -123,9 +123,9 @@ std::shared_ptr<SolCudaInputs> sol_cuda_prepare(const AttentionProblem& problem,
   dp.blocks = blocks.data();
   dp.ln_n = ln_n.data();
   dp.softmax_scale = problem.softmax_scale;
-  // The smoothing mean's factor and rounding, as sage2::smoothing_mean forms them.
-  dp.inv_s = 1.0f / static_cast<float>(pr.S);
-  dp.km_round = problem.input_dtype == DType::bf16 ? 0 : problem.input_dtype == DType::f16 ? 1 : 2;
+  const SmoothingMean sm = smoothing_mean_for(pr.S, problem.input_dtype);
+  dp.inv_s = sm.inv_s;
+  dp.km_round = sm.km_round;
   pr.r.assign(static_cast<size_t>(pr.H * pr.QB * pr.VB), 0.0);
   ph.emplace("sol_cuda: device context (waited for)");
   context.join();

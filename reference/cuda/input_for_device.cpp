@@ -4,6 +4,10 @@
 
 namespace ts::cuda {
 
+SmoothingMean smoothing_mean_for(int64_t S, DType input_dtype) {
+  return {1.0f / static_cast<float>(S), input_dtype == DType::bf16 ? 0 : input_dtype == DType::f16 ? 1 : 2};
+}
+
 InputForDevice::InputForDevice(const BSHDView& view, const StoredTensor* stored) {
   const int type = !stored                        ? -1
                    : stored->dtype == DType::bf16 ? 0

@@ -24,4 +24,12 @@ class InputForDevice {
   StoredInput input_;
 };
 
+// The smoothing mean's factor and rounding as sage2::smoothing_mean forms them on the host (f32(1/S),
+// the input dtype: sage2_quant.cuh Round), for the device quantisers of sage2_cuda and sol_cuda.
+struct SmoothingMean {
+  float inv_s;
+  int km_round;
+};
+SmoothingMean smoothing_mean_for(int64_t S, DType input_dtype);
+
 }  // namespace ts::cuda

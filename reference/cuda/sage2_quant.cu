@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "reference/cuda/device_buffer.cuh"
+#include "reference/cuda/staged_copy.cuh"
 #include "reference/numerics/convert.hpp"
 #include "reference/sage2_recipe.hpp"
 
@@ -160,6 +162,30 @@ struct Scratch {
 cudaError_t to_head_major(const void* in, Stored type, long long S, long long H, long long D, float* out) {
   head_major_kernel<<<blocks_for(S * H * D), kThreads>>>(in, type, S, H, D, out);
   return cudaGetLastError();
+}
+
+cudaError_t inputs_head_major(const StoredInput& q, const StoredInput& k, const StoredInput& v, long long S,
+                              long long H, long long D, float* qf, float* kf, float* vf, double* upload_ms,
+                              const char** what) {
+  const auto t0 = Clock::now();
+  const size_t n = static_cast<size_t>(S * H * D);
+  const size_t qb = n * stored_input_bytes(q.type), kb = n * stored_input_bytes(k.type),
+               vb = n * stored_input_bytes(v.type);
+  DeviceBuffer<unsigned char> raw(qb + kb + vb);
+  cudaError_t e;
+  if ((e = raw.err) != cudaSuccess) return *what = "input buffer", e;
+  if ((e = copy_input_to_device(raw.p, q)) != cudaSuccess) return *what = "upload q", e;
+  if ((e = copy_input_to_device(raw.p + qb, k)) != cudaSuccess) return *what = "upload k", e;
+  if ((e = copy_input_to_device(raw.p + qb + kb, v)) != cudaSuccess) return *what = "upload v", e;
+  *upload_ms = ms_since(t0);
+  if ((e = to_head_major(raw.p, static_cast<Stored>(q.type), S, H, D, qf)) != cudaSuccess) return *what = "q head-major", e;
+  if ((e = to_head_major(raw.p + qb, static_cast<Stored>(k.type), S, H, D, kf)) != cudaSuccess)
+    return *what = "k head-major", e;
+  if ((e = to_head_major(raw.p + qb + kb, static_cast<Stored>(v.type), S, H, D, vf)) != cudaSuccess)
+    return *what = "v head-major", e;
+  // The scratch is freed on return: the widening must be done with it first.
+  if ((e = cudaDeviceSynchronize()) != cudaSuccess) return *what = "inputs head-major", e;
+  return cudaSuccess;
 }
 
 cudaError_t smoothing_mean(const float* k, long long S, long long H, long long D, float inv_n, Round round,

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "reference/cuda/stored_input.hpp"
+
 namespace ts::cuda::sage2 {
 
 // How an input's elements are stored where the host hands them over.
@@ -22,6 +24,13 @@ struct ScaleLayout {
 
 // out = the [S][H][D] elements of `in` (device, stored as `type`) head-major, exactly.
 cudaError_t to_head_major(const void* in, Stored type, long long S, long long H, long long D, float* out);
+
+// q, k and v as the host hands them over, uploaded side by side into one scratch buffer and
+// then to_head_major into qf, kf, vf: the first step of both the sage2 and the sol mirror.
+// *upload_ms: the copies' wall time; on failure *what names the step that failed.
+cudaError_t inputs_head_major(const StoredInput& q, const StoredInput& k, const StoredInput& v, long long S,
+                              long long H, long long D, float* qf, float* kf, float* vf, double* upload_ms,
+                              const char** what);
 
 // km[h][d] = round(sum over s in token order of k[h][s][d], times inv_n): inv_n is f32(1/S) as
 // the host computed it.
