@@ -26,6 +26,11 @@ bool populate_pages(void* p, size_t bytes) {
   const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) & ~(page - 1);
   const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(page - 1);
   if (p == nullptr || end < begin + kSlice) return false;
+  // Transparent huge pages where the kernel makes them on request ("madvise" mode): 2 MB pages,
+  // 512 times fewer faults to take. A hint like the one below; refused, the pages are 4 KB.
+#ifdef MADV_HUGEPAGE
+  madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#endif
   const size_t slices = static_cast<size_t>((end - begin + kSlice - 1) / kSlice);
   std::atomic<size_t> next{0};
   std::atomic<bool> refused{false};

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/phase.hpp"
 #include "core/progress.hpp"
 #include "core/timing_defaults.hpp"
 #include "drivers/measurement_evidence.hpp"
@@ -207,15 +208,21 @@ class FixtureProvider final : public EvidenceProvider {
     try {
       HeldTensor out;
       AttentionResult res;
-      if (cand->is_stored()) out.stored = cand->run_stored(st.problem);
-      if (!out.stored) {
-        res = cand->run(st.problem);
-        out.dense = std::move(res.out);
+      {
+        const Phase ph("run " + fig.backend);
+        if (cand->is_stored()) out.stored = cand->run_stored(st.problem);
+        if (!out.stored) {
+          res = cand->run(st.problem);
+          out.dense = std::move(res.out);
+        }
       }
       fig.wall_ms = ms_since(t0);
       fig.stats = res.stats;
       fig.density = number_of(res.stats, "density");
-      add_accuracy_evidence(ev, "attention", out.ref(), base.out.ref(), st.exact_out.ref(), base.vs_exact, groups(st));
+      {
+        const Phase ph("figures of " + fig.backend + " vs baseline and exact");
+        add_accuracy_evidence(ev, "attention", out.ref(), base.out.ref(), st.exact_out.ref(), base.vs_exact, groups(st));
+      }
       if (base.metrics.nonfinite > 0)
         ev.mistrusted.push_back("the baseline '" + c.baseline + "' has " + std::to_string(base.metrics.nonfinite) +
                                 " non-finite values: nothing trustworthy to judge against");
@@ -319,6 +326,7 @@ class FixtureProvider final : public EvidenceProvider {
     if (!st.exact_done) {
       auto b = make_attention_backend(st.exact.spec, st.ctx);
       const auto t0 = Clock::now();
+      const Phase ph("exact reference " + b->name());
       st.exact_out = run_held(*b, st.problem);
       if (st.exact_out.stored) st.exact_nonfinite = -1;
       else for (double x : st.exact_out.dense.data) st.exact_nonfinite += !std::isfinite(x);
@@ -336,6 +344,7 @@ class FixtureProvider final : public EvidenceProvider {
     Baseline b;
     b.backend = make_side(c.baseline_spec, spec, st.ctx);
     const auto t0 = Clock::now();
+    const Phase ph("baseline " + b.backend->name());
     try {
       b.out = run_held(*b.backend, st.problem);
     } catch (const InputError&) {

@@ -29,8 +29,7 @@ void add_accuracy_evidence(Evidence& ev, const std::string& tensor, TensorRef ca
     ev.worst_vs_baseline[tensor] = worst_group_map(vb);
     ev.worst_vs_exact[tensor] = worst_group_map(ve);
   } else {
-    const MetricSet vb = compute_metrics(candidate, baseline);
-    const MetricSet ve = compute_metrics(candidate, exact);
+    const auto [vb, ve] = compute_metrics_pair(candidate, baseline, exact);
     ev.vs_baseline[tensor] = metric_map(vb);
     ev.vs_exact[tensor] = metric_map(ve);
     ev.details["vs_baseline"] = vb.to_json();

@@ -416,28 +416,45 @@ F pick(const F (&by_isa)[3][4], UlpKind k) {
   return by_isa[lane_isa()][static_cast<int>(k)];
 }
 
-template <UlpKind K>
-void chunk_sums_of(const TensorRef& a, const TensorRef& b, int64_t n, DType storage, Sums* chunks) {
-  const int64_t count = (n + kChunk - 1) / kChunk;
-  const int64_t groups = n / kChunk / W;
+ChunkGroup chunk_group_for(UlpKind k) {
   static const ChunkGroup by_isa[3][4] = {
       {chunk_bf16_sse2, chunk_f16_sse2, chunk_f32_sse2, chunk_scalar_sse2},
       {chunk_bf16_avx2, chunk_f16_avx2, chunk_f32_avx2, chunk_scalar_avx2},
       {chunk_bf16_avx512, chunk_f16_avx512, chunk_f32_avx512, chunk_scalar_avx512}};
-  const ChunkGroup group = pick(by_isa, K);
+  return pick(by_isa, k);
+}
+
+// The stretches past the last whole group, one element at a time.
+void tail_chunk(const TensorRef& a, const TensorRef& b, int64_t n, int64_t c, DType storage, Sums* chunks,
+                double* scratch) {
+  Sums& s = chunks[c];
+  s = Sums{};
+  const int64_t first = c * kChunk, len = std::min(n, (c + 1) * kChunk) - first;
+  const double* pa = a.values(first, len, scratch);
+  const double* pb = b.values(first, len, scratch + kChunk);
+  for (int64_t i = 0; i < len; ++i) s.add(pa[i], pb[i], storage);
+}
+
+// One pass over a against one reference (c null) or two: per group of W
+// stretches, b's sums and then c's, a's group still in cache for the second.
+void chunk_sums_of(const TensorRef& a, const TensorRef& b, const TensorRef* c, int64_t n, DType storage_b,
+                   DType storage_c, Sums* chunks_b, Sums* chunks_c) {
+  const int64_t count = (n + kChunk - 1) / kChunk;
+  const int64_t groups = n / kChunk / W;
+  const ChunkGroup group_b = chunk_group_for(ulp_kind(storage_b));
+  const ChunkGroup group_c = c ? chunk_group_for(ulp_kind(storage_c)) : nullptr;
 #pragma omp parallel
   {
     const std::unique_ptr<double[]> scratch(new double[static_cast<size_t>(std::max<int64_t>(2 * W * kTile, 2 * kChunk))]);
 #pragma omp for schedule(static)
-    for (int64_t g = 0; g < groups; ++g) group(a, b, g * W, storage, chunks, scratch.get());
+    for (int64_t g = 0; g < groups; ++g) {
+      group_b(a, b, g * W, storage_b, chunks_b, scratch.get());
+      if (c) group_c(a, *c, g * W, storage_c, chunks_c, scratch.get());
+    }
 #pragma omp for schedule(static)
-    for (int64_t c = groups * W; c < count; ++c) {
-      Sums& s = chunks[c];
-      s = Sums{};
-      const int64_t first = c * kChunk, len = std::min(n, (c + 1) * kChunk) - first;
-      const double* pa = a.values(first, len, scratch.get());
-      const double* pb = b.values(first, len, scratch.get() + kChunk);
-      for (int64_t i = 0; i < len; ++i) s.add(pa[i], pb[i], storage);
+    for (int64_t k = groups * W; k < count; ++k) {
+      tail_chunk(a, b, n, k, storage_b, chunks_b, scratch.get());
+      if (c) tail_chunk(a, *c, n, k, storage_c, chunks_c, scratch.get());
     }
   }
 }
@@ -605,12 +622,12 @@ int& lane_isa_cap() {
 int lane_isa_in_use() { return lane_isa(); }
 
 void chunk_sums(TensorRef a, TensorRef b, int64_t n, DType storage, Sums* chunks) {
-  switch (ulp_kind(storage)) {
-    case UlpKind::bf16: return chunk_sums_of<UlpKind::bf16>(a, b, n, storage, chunks);
-    case UlpKind::f16: return chunk_sums_of<UlpKind::f16>(a, b, n, storage, chunks);
-    case UlpKind::f32: return chunk_sums_of<UlpKind::f32>(a, b, n, storage, chunks);
-    case UlpKind::scalar: return chunk_sums_of<UlpKind::scalar>(a, b, n, storage, chunks);
-  }
+  chunk_sums_of(a, b, nullptr, n, storage, storage, chunks, nullptr);
+}
+
+void chunk_sums_pair(TensorRef a, TensorRef b, TensorRef c, int64_t n, DType storage_b, DType storage_c,
+                     Sums* chunks_b, Sums* chunks_c) {
+  chunk_sums_of(a, b, &c, n, storage_b, storage_c, chunks_b, chunks_c);
 }
 
 bool breakdown_covers_chunks(int64_t H, int64_t D) {

@@ -145,6 +145,13 @@ constexpr int64_t kQueryBlock = 128;
 // Stored operands are converted in small tiles on the way (exact), so the
 // sums do not depend on how an operand is held.
 void chunk_sums(TensorRef a, TensorRef b, int64_t n, DType storage, Sums* chunks);
+// chunk_sums(a, b, ...) and chunk_sums(a, c, ...) in one pass over a: each
+// group of stretches is summed against b, then against c while it is still in
+// the core's cache (a candidate against its baseline and its exact reference:
+// at block24 2.2 GB of a read once, not twice). Each stretch's sums are
+// exactly chunk_sums'.
+void chunk_sums_pair(TensorRef a, TensorRef b, TensorRef c, int64_t n, DType storage_b, DType storage_c,
+                     Sums* chunks_b, Sums* chunks_c);
 
 // One pass over [S, H, D] tensors: per query block, the sums of each head
 // and of each frame slot (frame_of[s] in [0, frames]); and, when `chunks` is

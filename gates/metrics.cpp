@@ -191,6 +191,24 @@ MetricSet compute_metrics(TensorRef a, TensorRef b, DType storage) {
   return total.finish();
 }
 
+std::pair<MetricSet, MetricSet> compute_metrics_pair(TensorRef a, TensorRef b, TensorRef c) {
+  check_same_shape(a, b);
+  check_same_shape(a, c);
+  const Phase phase("metric pass (overall, against two references)");
+  const int64_t n = a.numel();
+  const size_t count = static_cast<size_t>((n + kChunk - 1) / kChunk);
+  std::vector<Sums> part_b(count), part_c(count);
+  metric_detail::chunk_sums_pair(a, b, c, n, ulp_storage(a.dtype(), b.dtype()), ulp_storage(a.dtype(), c.dtype()),
+                                 part_b.data(), part_c.data());
+  Sums total_b, total_c;
+  for (const Sums& p : part_b) total_b.merge(p);
+  for (const Sums& p : part_c) total_c.merge(p);
+  std::pair<MetricSet, MetricSet> out{total_b.finish(), total_c.finish()};
+  out.first.set_storage(a.dtype(), b.dtype());
+  out.second.set_storage(a.dtype(), c.dtype());
+  return out;
+}
+
 MetricBreakdown compute_breakdown(TensorRef a, TensorRef b, const BlockConfig& config) {
   check_same_shape(a, b);
   if (a.rank() != 3)

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/block_config.hpp"
@@ -75,6 +76,8 @@ DType ulp_storage(DType a, DType b);
 MetricSet compute_metrics(TensorRef a, TensorRef b);
 // Same, with ulp_max counted at `storage` (the storage fields are left as f64).
 MetricSet compute_metrics(TensorRef a, TensorRef b, DType storage);
+// {compute_metrics(a, b), compute_metrics(a, c)}, the same bits, in one pass over a.
+std::pair<MetricSet, MetricSet> compute_metrics_pair(TensorRef a, TensorRef b, TensorRef c);
 
 // Hidden figures of metric_map (not gate metrics): the storage types of the
 // two sides as DType codes, so that judge() can refuse a bit-exact rule

@@ -234,3 +234,39 @@ TEST_CASE("metrics of stored operands have the bits of the same values as double
   const StoredTensor sa = stored_copy(a, 333, keep), sb = stored_copy(b, 100000, keep);
   CHECK(compute_breakdown(sa, sb, odd).to_json().dump() == compute_breakdown(a, b, odd).to_json().dump());
 }
+
+TEST_CASE("one pass against two references gives each reference's figures, bit for bit") {
+  using namespace ts;
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> n(0, 1);
+  // Lengths: whole groups of stretches, a partial group, one short stretch.
+  for (const int64_t len : {int64_t(4) * metric_detail::kChunk * 3, int64_t(4) * metric_detail::kChunk + 5000,
+                            int64_t(777)}) {
+    for (const DType ta : {DType::bf16, DType::f32, DType::f64}) {
+      Tensor a({len}, ta), b({len}, DType::f32), c({len}, DType::f64);
+      for (size_t i = 0; i < a.data.size(); ++i) {
+        c.data[i] = n(rng);
+        b.data[i] = held_as(DType::f32, c.data[i] * (1 + 1e-3 * n(rng)));
+        a.data[i] = held_as(ta, c.data[i] * (1 + 1e-2 * n(rng)));
+      }
+      a.data[3] = NAN;
+      b.data[len / 2] = INFINITY;
+      std::vector<std::vector<unsigned char>> keep;
+      const StoredTensor sa = stored_copy(a, 4099, keep);
+      INFO(dtype_name(ta) << ", " << len << " elements");
+      for (int isa : {2, 1, 0}) {
+        metric_detail::lane_isa_cap() = isa;
+        for (const TensorRef x : {TensorRef(a), TensorRef(sa)}) {
+          const auto [vb, vc] = compute_metrics_pair(x, b, c);
+          CHECK(vb.to_json().dump() == compute_metrics(a, b).to_json().dump());
+          CHECK(vc.to_json().dump() == compute_metrics(a, c).to_json().dump());
+          CHECK(vb.storage_ref == DType::f32);
+          CHECK(vc.storage_ref == DType::f64);
+        }
+      }
+      metric_detail::lane_isa_cap() = 2;
+    }
+  }
+  Tensor a({10}, DType::f64), b({10}, DType::f64), c({11}, DType::f64);
+  CHECK_THROWS_WITH(compute_metrics_pair(a, b, c), Catch::Contains("differs from reference"));
+}
