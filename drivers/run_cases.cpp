@@ -22,6 +22,13 @@
 #include "reference/sage2_presets.hpp"
 
 namespace ts {
+
+// The one holder of the key to judge() (gates/verdict.hpp): this loop.
+class CaseLoop {
+ public:
+  static JudgeKey key() { return JudgeKey(); }
+};
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -527,7 +534,7 @@ CaseRun run_all(const GateFile* judged_by, const std::vector<Case>& cases, Evide
     if (!ev.error.empty()) r.figures.stats["error"] = ev.error;
     if (judged_by) {
       const GateFile* g = p.gate_for(c);
-      CandidateVerdict v = judge(g ? *g : gate, ev, c.repro());
+      CandidateVerdict v = judge(g ? *g : gate, ev, c.repro(), CaseLoop::key());
       v.details["case"] = {{"id", c.id()}, {"name", c.name()}, {"source", case_source_name(c.source)}};
       run.candidates.push_back(std::move(v));
     }

@@ -347,7 +347,7 @@ const char* rule_status_name(RuleStatus s) {
   return "?";
 }
 
-CandidateVerdict judge(const GateFile& gate, const Evidence& ev, const std::string& repro) {
+CandidateVerdict judge(const GateFile& gate, const Evidence& ev, const std::string& repro, JudgeKey) {
   check_bit_exact_storage(gate, ev);
   CandidateVerdict v;
   v.candidate = ev.candidate;

@@ -125,8 +125,18 @@ struct CandidateVerdict {
   nlohmann::json to_json() const;
 };
 
+// Who may call judge(): the one case loop (ts::CaseLoop, drivers/run_cases.cpp) and the rule
+// engine's own tests (ts::RuleEngineTests, tests/gates/judge_for_tests.hpp). A driver that judged
+// on its own would drift from the loop (its evidence, its repro line); here it does not compile
+// (tests/architecture/judge_outside_the_loop.cpp checks that it does not).
+class JudgeKey {
+  JudgeKey() = default;
+  friend class CaseLoop;
+  friend struct RuleEngineTests;
+};
+
 // `repro` is kept only when the verdict is not ACCEPT.
-CandidateVerdict judge(const GateFile& gate, const Evidence& evidence, const std::string& repro);
+CandidateVerdict judge(const GateFile& gate, const Evidence& evidence, const std::string& repro, JudgeKey key);
 
 // Candidates per verdict, in verdict_table() order (those not always counted only when
 // present): what every summary line and summary object is made of.

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "gates/judge_for_tests.hpp"
 #include "gates/gate_file.hpp"
 #include "gates/import_report.hpp"
 #include "gates/measurements.hpp"
@@ -42,7 +43,7 @@ inline GateRun judge_report(const nlohmann::json& report, const std::string& gat
   for (const auto& b : m.backends()) {
     if (b == run.baseline) continue;
     run.candidates.push_back(
-        judge(run.gate, evidence_from_measurements(m, run.gate, run.baseline, b, 1), "repro " + b));
+        judge_for_test(run.gate, evidence_from_measurements(m, run.gate, run.baseline, b, 1), "repro " + b));
   }
   return run;
 }

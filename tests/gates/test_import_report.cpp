@@ -1,6 +1,7 @@
 // Importing the seed report and gating it with the default gate reaches the
 // report's own conclusion; modified copies give the verdicts their numbers imply.
 #include "catch.hpp"
+#include "gates/judge_for_tests.hpp"
 #include "core/error.hpp"
 #include "gates/json_input.hpp"
 #include "seed_support.hpp"
@@ -167,7 +168,7 @@ TEST_CASE("measurements with samples are judged on a bootstrap interval") {
     {"backend": "k", "quantity": "rel_l2", "against": "sage2", "value": 0.01, "unit": "", "level": "quality", "provenance": "t"}]})";
   const MeasurementsFile m = parse_measurements(text, "m.json");
   const GateFile g = load_gate("sparse_acceptance");
-  const auto v = judge(g, evidence_from_measurements(m, g, "sage2", "k", 5), "");
+  const auto v = judge_for_test(g, evidence_from_measurements(m, g, "sage2", "k", 5), "");
   CHECK(v.verdict == Verdict::accept);
   REQUIRE(v.outcomes[1].interval.has_value());
   CHECK(v.outcomes[1].interval->lower > 1.8);

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "catch.hpp"
+#include "gates/judge_for_tests.hpp"
 #include "core/error.hpp"
 #include "gates/gate_file.hpp"
 #include "gates/metrics.hpp"
@@ -39,37 +40,37 @@ SpeedEvidence single(double cand_ms, double base_ms) {
 
 TEST_CASE("max bound: below, equal (passes) and above") {
   const GateFile g = gate_of(R"({"id": "sage_like", "metric": "rel_l2", "max": 0.05})");
-  CHECK(judge(g, with("baseline", "rel_l2", 0.04), "r").verdict == Verdict::accept);
-  CHECK(judge(g, with("baseline", "rel_l2", 0.05), "r").verdict == Verdict::accept);
-  const auto v = judge(g, with("baseline", "rel_l2", 0.626), "touchstone gate ...");
+  CHECK(judge_for_test(g, with("baseline", "rel_l2", 0.04), "r").verdict == Verdict::accept);
+  CHECK(judge_for_test(g, with("baseline", "rel_l2", 0.05), "r").verdict == Verdict::accept);
+  const auto v = judge_for_test(g, with("baseline", "rel_l2", 0.626), "touchstone gate ...");
   CHECK(v.verdict == Verdict::reject);
   CHECK(outcome(v, "sage_like").status == RuleStatus::fail);
   CHECK(*outcome(v, "sage_like").figure == 0.626);
   CHECK(outcome(v, "sage_like").message.find("0.626 > max 0.05") != std::string::npos);
   CHECK(v.repro == "touchstone gate ...");
-  CHECK(judge(g, with("baseline", "rel_l2", 0.04), "r").repro.empty());
+  CHECK(judge_for_test(g, with("baseline", "rel_l2", 0.04), "r").repro.empty());
 }
 
 TEST_CASE("min bound: above, equal (passes) and below") {
   const GateFile g = gate_of(R"({"id": "direction", "metric": "cosine", "min": 0.998})");
-  CHECK(judge(g, with("baseline", "cosine", 0.9995), "").verdict == Verdict::accept);
-  CHECK(judge(g, with("baseline", "cosine", 0.998), "").verdict == Verdict::accept);
-  CHECK(judge(g, with("baseline", "cosine", 0.99), "").verdict == Verdict::reject);
+  CHECK(judge_for_test(g, with("baseline", "cosine", 0.9995), "").verdict == Verdict::accept);
+  CHECK(judge_for_test(g, with("baseline", "cosine", 0.998), "").verdict == Verdict::accept);
+  CHECK(judge_for_test(g, with("baseline", "cosine", 0.99), "").verdict == Verdict::reject);
 }
 
 TEST_CASE("max_ratio_to_baseline against exact") {
   const GateFile g = gate_of(R"({"id": "vs_exact", "metric": "rel_l2", "against": "exact", "max_ratio_to_baseline": 2.0})");
   Evidence e = with("exact", "rel_l2", 0.02);
   e.baseline_vs_exact["attention"]["rel_l2"] = 0.01;
-  CHECK(judge(g, e, "").verdict == Verdict::accept);  // equal to 2 x 0.01
+  CHECK(judge_for_test(g, e, "").verdict == Verdict::accept);  // equal to 2 x 0.01
   e.vs_exact["attention"]["rel_l2"] = 0.0201;
-  const auto v = judge(g, e, "");
+  const auto v = judge_for_test(g, e, "");
   CHECK(v.verdict == Verdict::reject);
   CHECK(outcome(v, "vs_exact").message.find("x baseline's 0.01") != std::string::npos);
   e.vs_exact["attention"]["rel_l2"] = 0.015;
-  CHECK(judge(g, e, "").verdict == Verdict::accept);
+  CHECK(judge_for_test(g, e, "").verdict == Verdict::accept);
   e.baseline_vs_exact.clear();
-  const auto m = judge(g, e, "");
+  const auto m = judge_for_test(g, e, "");
   CHECK(m.verdict == Verdict::inconclusive);
   CHECK(outcome(m, "vs_exact").message.find("baseline rel_l2 vs exact") != std::string::npos);
 }
@@ -78,7 +79,7 @@ TEST_CASE("max_ratio_to_baseline against a baseline of no error: not judged, nev
   const GateFile g = gate_of(R"({"id": "vs_exact", "metric": "rel_l2", "against": "exact", "max_ratio_to_baseline": 1.5})");
   Evidence e = with("exact", "rel_l2", 0.001654);  // a correct bf16 kernel
   e.baseline_vs_exact["attention"]["rel_l2"] = 0.0;  // the baseline is the exact reference
-  const auto v = judge(g, e, "");
+  const auto v = judge_for_test(g, e, "");
   CHECK(v.verdict == Verdict::inconclusive);
   CHECK(outcome(v, "vs_exact").status == RuleStatus::missing);
   CHECK(outcome(v, "vs_exact").message.find("is 0: max_ratio_to_baseline bounds nothing") != std::string::npos);
@@ -107,9 +108,9 @@ TEST_CASE("ulp_max and nonfinite rules (bit_exact)") {
   const GateFile g = load_gate("bit_exact");
   Evidence e = with("baseline", "ulp_max", 0);
   e.vs_baseline["attention"]["nonfinite"] = 0;
-  CHECK(judge(g, e, "").verdict == Verdict::accept);
+  CHECK(judge_for_test(g, e, "").verdict == Verdict::accept);
   e.vs_baseline["attention"]["ulp_max"] = 1;
-  CHECK(judge(g, e, "").verdict == Verdict::reject);
+  CHECK(judge_for_test(g, e, "").verdict == Verdict::reject);
 }
 
 TEST_CASE("NaN never passes: a candidate with NaN fails every accuracy rule") {
@@ -122,14 +123,14 @@ TEST_CASE("NaN never passes: a candidate with NaN fails every accuracy rule") {
   Evidence e;
   e.candidate = std::string("nan");
   e.vs_baseline["attention"] = metric_map(compute_metrics(a, b));
-  const auto v = judge(g, e, "");
+  const auto v = judge_for_test(g, e, "");
   CHECK(v.verdict == Verdict::reject);
   for (const char* id : {"sage_like", "abs", "direction", "finite_guard"}) {
     CHECK(outcome(v, id).status == RuleStatus::fail);
   }
   CHECK(outcome(v, "sage_like").message.find("non-finite") != std::string::npos);
   // A figure that is NaN on its own also fails.
-  CHECK(judge(g, with("baseline", "rel_l2", std::nan("")), "").verdict == Verdict::reject);
+  CHECK(judge_for_test(g, with("baseline", "rel_l2", std::nan("")), "").verdict == Verdict::reject);
 }
 
 TEST_CASE("an all-zero candidate is rejected by the zero guard on any gate") {
@@ -140,7 +141,7 @@ TEST_CASE("an all-zero candidate is rejected by the zero guard on any gate") {
   Evidence e;
   e.candidate = std::string("zeros");
   e.vs_baseline["attention"] = metric_map(compute_metrics(a, b));
-  const auto v = judge(g, e, "");
+  const auto v = judge_for_test(g, e, "");
   CHECK(outcome(v, "loose").status == RuleStatus::pass);
   CHECK(outcome(v, "zero_guard").status == RuleStatus::fail);
   CHECK(v.verdict == Verdict::reject);
@@ -148,7 +149,7 @@ TEST_CASE("an all-zero candidate is rejected by the zero guard on any gate") {
   Evidence z;
   z.candidate = std::string("zeros");
   z.vs_baseline["attention"] = metric_map(compute_metrics(a, a));
-  const auto w = judge(g, z, "");
+  const auto w = judge_for_test(g, z, "");
   CHECK(outcome(w, "zero_guard").status == RuleStatus::pass);
   CHECK(outcome(w, "loose").status == RuleStatus::missing);
   CHECK(outcome(w, "loose").message.find("undefined") != std::string::npos);
@@ -160,32 +161,32 @@ TEST_CASE("missing measurements: INCONCLUSIVE naming them unless optional; failu
   Evidence e;
   e.candidate = std::string("c");
   e.speed = single(100, 200);
-  auto v = judge(g, e, "");
+  auto v = judge_for_test(g, e, "");
   CHECK(v.verdict == Verdict::inconclusive);
   CHECK(outcome(v, "sage_like").message == "missing measurement: rel_l2 vs baseline (attention)");
   e.speed = single(300, 200);
-  CHECK(judge(g, e, "").verdict == Verdict::reject);  // failed speed outranks missing rel_l2
+  CHECK(judge_for_test(g, e, "").verdict == Verdict::reject);  // failed speed outranks missing rel_l2
   const GateFile opt = gate_of(R"({"id": "sage_like", "metric": "rel_l2", "max": 0.05},
                                  {"id": "fast", "metric": "speedup", "min": 1, "optional": true})");
-  CHECK(judge(opt, with("baseline", "rel_l2", 0.01), "").verdict == Verdict::accept);
+  CHECK(judge_for_test(opt, with("baseline", "rel_l2", 0.01), "").verdict == Verdict::accept);
 }
 
 TEST_CASE("speed on single figures: faster passes, slower fails, equal cannot decide") {
   const GateFile g = load_gate("sparse_acceptance");
   Evidence e = with("baseline", "rel_l2", 0.01);
   e.speed = single(141.8, 259.9);
-  auto v = judge(g, e, "");
+  auto v = judge_for_test(g, e, "");
   CHECK(v.verdict == Verdict::accept);
   CHECK(*outcome(v, "faster").figure == Approx(259.9 / 141.8));
   bool said = false;
   for (const auto& n : v.notes) said |= n.find("single figures") != std::string::npos;
   CHECK(said);
   e.speed = single(947.9, 259.9);
-  v = judge(g, e, "");
+  v = judge_for_test(g, e, "");
   CHECK(v.verdict == Verdict::reject);
   CHECK(outcome(v, "faster").message.find("947.9 ms vs baseline 259.9 ms") != std::string::npos);
   e.speed = single(259.9, 259.9);
-  CHECK(judge(g, e, "").verdict == Verdict::inconclusive);
+  CHECK(judge_for_test(g, e, "").verdict == Verdict::inconclusive);
 }
 
 TEST_CASE("speed intervals: above, straddling (INCONCLUSIVE), below and at the bound") {
@@ -200,7 +201,7 @@ TEST_CASE("speed intervals: above, straddling (INCONCLUSIVE), below and at the b
     iv.upper = hi;
     s.interval = iv;
     e.speed = s;
-    return judge(g, e, "").verdict;
+    return judge_for_test(g, e, "").verdict;
   };
   CHECK(run(1.2, 1.5, 1.8) == Verdict::accept);
   CHECK(run(1.0, 1.2, 1.4) == Verdict::accept);  // lower bound at min passes
@@ -214,7 +215,7 @@ TEST_CASE("a crashed candidate is REJECT with its error") {
   Evidence e;
   e.candidate = std::string("broken");
   e.error = "sol: out of memory";
-  const auto v = judge(g, e, "touchstone gate --candidate broken");
+  const auto v = judge_for_test(g, e, "touchstone gate --candidate broken");
   CHECK(v.verdict == Verdict::reject);
   CHECK(outcome(v, "run").message == "candidate failed: sol: out of memory");
   CHECK(v.repro == "touchstone gate --candidate broken");
@@ -246,21 +247,21 @@ TEST_CASE("bit_exact between storage types is an error that says so; a tolerance
     return ev;
   };
   try {
-    ts::judge(bit, evidence(ts::DType::f64, ts::DType::bf16), "");
+    ts::judge_for_test(bit, evidence(ts::DType::f64, ts::DType::bf16), "");
     FAIL("no error");
   } catch (const ts::InputError& e) {
     const std::string m = e.what();
     CHECK(m.find("rule 'bit_exact' (ulp_max vs baseline <= 0) claims bit-exactness") != std::string::npos);
     CHECK(m.find("'k' is stored as float64 and the baseline as bfloat16") != std::string::npos);
   }
-  CHECK(ts::judge(bit, evidence(ts::DType::bf16, ts::DType::bf16), "").verdict == ts::Verdict::accept);
+  CHECK(ts::judge_for_test(bit, evidence(ts::DType::bf16, ts::DType::bf16), "").verdict == ts::Verdict::accept);
   // A bound of some ulps is judged on the rounded figure, as stated.
   const ts::GateFile within = ts::parse_gate(R"({"schema": "touchstone.gate/1", "name": "w", "rules": [
       {"id": "close", "metric": "ulp_max", "max": 2}]})", "w.json");
-  CHECK(ts::judge(within, evidence(ts::DType::f64, ts::DType::bf16), "").verdict == ts::Verdict::accept);
+  CHECK(ts::judge_for_test(within, evidence(ts::DType::f64, ts::DType::bf16), "").verdict == ts::Verdict::accept);
   // Figures without types (a measurements file) are judged as they are.
   ts::Evidence measured;
   measured.candidate = "m";
   measured.vs_baseline["attention"] = {{"ulp_max", 0.0}, {"nonfinite", 0.0}};
-  CHECK_NOTHROW(ts::judge(bit, measured, ""));
+  CHECK_NOTHROW(ts::judge_for_test(bit, measured, ""));
 }

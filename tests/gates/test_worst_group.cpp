@@ -1,6 +1,7 @@
 // A failing group rule names its worst group, ranked against the rule's own
 // reference: the gate's line says where, not only how much.
 #include "catch.hpp"
+#include "gates/judge_for_tests.hpp"
 #include "core/block_config.hpp"
 #include "gates/accuracy_evidence.hpp"
 #include "gates/gate_file.hpp"
@@ -62,7 +63,7 @@ TEST_CASE("worst group: judge() appends it to a failing group rule, against the 
   Evidence ev;
   ev.candidate = "cand";
   add_accuracy_evidence(ev, "attention", cand, base, exact, accuracy_figures(base, exact, &c), &c);
-  const CandidateVerdict v = judge(g, ev, "repro");
+  const CandidateVerdict v = judge_for_test(g, ev, "repro");
   const RuleOutcome& o = v.outcomes[0];
   REQUIRE(o.status == RuleStatus::fail);
   CHECK(o.message.find(": worst head 2, gain 1.05") != std::string::npos);

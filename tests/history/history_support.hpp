@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "gates/judge_for_tests.hpp"
 #include "gates/bootstrap.hpp"
 #include "gates/gate_file.hpp"
 #include "gates/verdict.hpp"
@@ -71,7 +72,7 @@ inline GateRun synthetic_run(const GateFile& gate, const std::string& candidate,
   run.input = "synthetic.h5";
   run.baseline = "sage2";
   run.context = {{"fixture", "synthetic.h5"}, {"fixture_identity", "sha256:synthetic"}};
-  run.candidates.push_back(judge(gate, ev, ""));
+  run.candidates.push_back(judge_for_test(gate, ev, ""));
   return run;
 }
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "catch.hpp"
+#include "gates/judge_for_tests.hpp"
 #include "history/history_support.hpp"
 #include "history/short_ids.hpp"
 #include "text_lines.hpp"
@@ -174,7 +175,7 @@ void record_cosine_runs(const std::string& db) {
     run.input = "cos.h5";
     run.baseline = "sage2";
     run.context = {{"fixture", "cos.h5"}, {"fixture_identity", kC}};
-    run.candidates.push_back(ts::judge(gate, ev, ""));
+    run.candidates.push_back(ts::judge_for_test(gate, ev, ""));
     ts::history::Provenance p;
     p.command = "gate";
     p.commit = "c" + std::to_string(k);

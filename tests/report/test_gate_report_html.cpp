@@ -7,6 +7,7 @@
 #include <string>
 
 #include "catch.hpp"
+#include "gates/judge_for_tests.hpp"
 #include "report/markup.hpp"
 #include "report/gate_report.hpp"
 #include "report/svg_plot.hpp"
@@ -87,21 +88,21 @@ GateRun synthetic_run() {
   good.speed->interval = Interval{1.5, 1.2, 1.8, 0.95, 4000, 1, 10, "paired ratios, median"};
   good.speed->candidate_ms = 2;
   good.speed->baseline_ms = 3;
-  run.candidates.push_back(judge(run.gate, good, "repro good"));
+  run.candidates.push_back(judge_for_test(run.gate, good, "repro good"));
 
   Evidence nan = evidence("nan_kernel", kNaN, kNaN, kNaN, 12);
   nan.speed = SpeedEvidence{};
   nan.speed->interval = Interval{kNaN, kNaN, kInf, 0.95, 4000, 1, 10, "paired ratios, median"};
-  run.candidates.push_back(judge(run.gate, nan, "repro nan"));
+  run.candidates.push_back(judge_for_test(run.gate, nan, "repro nan"));
 
-  run.candidates.push_back(judge(run.gate, evidence("zero_reference", std::nullopt, std::nullopt, std::nullopt, 0),
+  run.candidates.push_back(judge_for_test(run.gate, evidence("zero_reference", std::nullopt, std::nullopt, std::nullopt, 0),
                                  "repro undefined"));
-  run.candidates.push_back(judge(run.gate, evidence("inf_kernel", kInf, 0.5, kInf, 0), "repro inf"));
+  run.candidates.push_back(judge_for_test(run.gate, evidence("inf_kernel", kInf, 0.5, kInf, 0), "repro inf"));
 
   Evidence crashed;
   crashed.candidate = "crashed_kernel";
   crashed.error = "segfault <in> kernel & co";
-  run.candidates.push_back(judge(run.gate, crashed, "repro crashed"));
+  run.candidates.push_back(judge_for_test(run.gate, crashed, "repro crashed"));
   return run;
 }
 
