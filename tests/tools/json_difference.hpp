@@ -3,6 +3,7 @@
 // hold a report's figures to those an earlier build computed.
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace ts::test {
 
@@ -27,6 +28,38 @@ inline std::string first_difference(const nlohmann::json& a, const nlohmann::jso
     return "";
   }
   return a == b ? "" : at + ": " + a.dump() + " vs " + b.dump();
+}
+
+// A report as a golden file holds it: no timing (keys "ms", "*_ms", "threads", and those in
+// `more_keys`; a gate table's "wall ms" column), every prefix in `cut` (a scratch folder, the
+// plugin folder) cut from every string, since no two runs or machines share them.
+inline void normalise_report(nlohmann::json& j, const std::vector<std::string>& cut,
+                             const std::vector<std::string>& more_keys = {}) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end();) {
+      const std::string& k = it.key();
+      bool drop = k == "ms" || k == "threads" || (k.size() > 3 && k.compare(k.size() - 3, 3, "_ms") == 0);
+      for (const auto& m : more_keys) drop = drop || k == m;
+      if (drop) {
+        it = j.erase(it);
+        continue;
+      }
+      normalise_report(it.value(), cut, more_keys);
+      ++it;
+    }
+    if (j.contains("columns") && j["columns"].is_array() && j.contains("candidates") && j["candidates"].is_array())
+      for (size_t c = 0; c < j["columns"].size(); ++c)
+        if (j["columns"][c].is_string() && j["columns"][c].get<std::string>().find(" ms") != std::string::npos)
+          for (auto& cand : j["candidates"])
+            if (cand.contains("shown") && c < cand["shown"].size()) cand["shown"][c] = "-";
+  } else if (j.is_array()) {
+    for (auto& e : j) normalise_report(e, cut, more_keys);
+  } else if (j.is_string()) {
+    std::string s = j.get<std::string>();
+    for (const auto& d : cut)
+      for (size_t p; (p = s.find(d + "/")) != std::string::npos;) s.erase(p, d.size() + 1);
+    j = s;
+  }
 }
 
 }  // namespace ts::test

@@ -45,34 +45,6 @@ const std::string& seed3_fixture(const std::string& preset, bool with_block) {
   return made[key] = f;
 }
 
-// A report as the golden file holds it: no timing (keys "ms", "*_ms", "threads", and a gate
-// table's "wall ms" column), the scratch folder's path cut from every string.
-void normalise(nlohmann::json& j, const std::string& dir) {
-  if (j.is_object()) {
-    for (auto it = j.begin(); it != j.end();) {
-      const std::string& k = it.key();
-      if (k == "ms" || k == "threads" || (k.size() > 3 && k.compare(k.size() - 3, 3, "_ms") == 0)) {
-        it = j.erase(it);
-        continue;
-      }
-      normalise(it.value(), dir);
-      ++it;
-    }
-    // A gate run's table: a column of times shows wall time, which no two runs share.
-    if (j.contains("columns") && j["columns"].is_array() && j.contains("candidates") && j["candidates"].is_array())
-      for (size_t c = 0; c < j["columns"].size(); ++c)
-        if (j["columns"][c].is_string() && j["columns"][c].get<std::string>().find(" ms") != std::string::npos)
-          for (auto& cand : j["candidates"])
-            if (cand.contains("shown") && c < cand["shown"].size()) cand["shown"][c] = "-";
-  } else if (j.is_array()) {
-    for (auto& e : j) normalise(e, dir);
-  } else if (j.is_string()) {
-    std::string s = j.get<std::string>();
-    for (size_t p; (p = s.find(dir + "/")) != std::string::npos;) s.erase(p, dir.size() + 1);
-    j = s;
-  }
-}
-
 // The JSON reports of one fixture, keyed by the command that wrote them.
 nlohmann::json reports_of(const std::string& f) {
   const std::string dir = std::filesystem::path(f).parent_path().string();
@@ -82,7 +54,7 @@ nlohmann::json reports_of(const std::string& f) {
     INFO(args << "\n" << r.err);
     REQUIRE((r.code == 0 || r.code == 1));
     nlohmann::json j = nlohmann::json::parse(r.out);
-    normalise(j, dir);
+    ts::test::normalise_report(j, {dir});
     out[key] = j;
   };
   for (const char* gate : {"sage_compat", "sparse_acceptance"})
