@@ -41,7 +41,6 @@ std::string pfmt(double v, const char* f = "%.3g") {
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
 }
-std::string pfmt(const std::optional<double>& v) { return v ? pfmt(*v) : "-"; }
 
 // Speed of a schedule against the all-baseline stack, paired by cell.
 SpeedEvidence chain_speed(const ChainRun& run, const ChainResult& ch, const GateFile& gate, bool real) {
