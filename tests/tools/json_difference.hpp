@@ -1,6 +1,8 @@
 #pragma once
 // Golden JSON in tests/tools/data: where two JSON values first differ, for the tests that
 // hold a report's figures to those an earlier build computed.
+#include <cstdlib>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -60,6 +62,15 @@ inline void normalise_report(nlohmann::json& j, const std::vector<std::string>& 
       for (size_t p; (p = s.find(d + "/")) != std::string::npos;) s.erase(p, d.size() + 1);
     j = s;
   }
+}
+
+// With TOUCHSTONE_WRITE_GOLDEN=1, `got` becomes the golden file at `path` (true: the caller
+// then returns, having compared nothing); else false, and the caller compares against it.
+inline bool write_golden_if_asked(const std::string& path, const nlohmann::json& got) {
+  const char* write = std::getenv("TOUCHSTONE_WRITE_GOLDEN");
+  if (!write || std::string(write) != "1") return false;
+  std::ofstream(path) << got.dump(1) << "\n";
+  return true;
 }
 
 }  // namespace ts::test

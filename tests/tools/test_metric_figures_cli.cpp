@@ -112,9 +112,7 @@ TEST_CASE("JSON reports of gate, compare and sweep on tiny and ci keep every fig
   got["made_by"] = "touchstone 9f7039e, names and repro lines a976ecf (tests/tools/test_metric_figures_cli.cpp, TOUCHSTONE_WRITE_GOLDEN=1)";
   got["tiny"] = reports_of(seed3_fixture("tiny", true));  // a block: the sweep's stage chain
   got["ci"] = reports_of(seed3_fixture("ci", false));
-  const char* write = std::getenv("TOUCHSTONE_WRITE_GOLDEN");
-  if (write && std::string(write) == "1") {
-    std::ofstream(reports_file()) << got.dump(1) << "\n";
+  if (ts::test::write_golden_if_asked(reports_file(), got)) {
     WARN("wrote " << reports_file());
     return;
   }

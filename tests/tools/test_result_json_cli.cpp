@@ -64,9 +64,7 @@ nlohmann::json reports() {
 TEST_CASE("JSON of chain policy scan triage and compare --stages keeps every figure and key") {
   nlohmann::json got = reports();
   got["made_by"] = "touchstone 4dcf1f3 (tests/tools/test_result_json_cli.cpp, TOUCHSTONE_WRITE_GOLDEN=1)";
-  const char* write = std::getenv("TOUCHSTONE_WRITE_GOLDEN");
-  if (write && std::string(write) == "1") {
-    std::ofstream(golden_file()) << got.dump(1) << "\n";
+  if (ts::test::write_golden_if_asked(golden_file(), got)) {
     WARN("wrote " << golden_file());
     return;
   }
