@@ -95,6 +95,54 @@ PYBIND11_MODULE(_core, m) {
         py::arg("segments_json"), py::arg("block_k"),
         "sol's video key blocks as [(start, length), ...]: each video segment cut into block_k tokens "
         "from its own start (reference/attention_sol.hpp sol_key_blocks)");
+  m.def("append_datasets",
+        [](const std::string& path, const py::list& writes, bool compress) {
+          std::vector<ts::DatasetWrite> ds;
+          for (const py::handle& w : writes) {
+            const auto t = w.cast<py::tuple>();
+            if (t.size() != 4) throw ts::InputError("append_datasets: each write is (path, make, dtype, attrs_json)");
+            ts::DatasetWrite d;
+            d.path = t[0].cast<std::string>();
+            d.attrs = nlohmann::json::parse(t[3].cast<std::string>());
+            const ts::DType dtype = ts::dtype_from_name(t[2].cast<std::string>());
+            // Called when the dataset is written: the GIL is taken for the call and for letting
+            // the array go, so the writer runs without it in between.
+            auto make = std::make_shared<py::object>(t[1].cast<py::object>());
+            d.stored = [make, dtype, where = d.path]() {
+              py::gil_scoped_acquire gil;
+              auto* a = new py::array(py::array::ensure((*make)(), py::array::c_style));
+              std::shared_ptr<const void> owner(a, [](const void* p) {
+                py::gil_scoped_acquire g;
+                delete static_cast<const py::array*>(p);
+              });
+              if (!a->ptr()) throw ts::InputError(where + ": the values are not an array");
+              if (static_cast<size_t>(a->itemsize()) != static_cast<size_t>(ts::dtype_bytes(dtype)))
+                throw ts::InputError(where + ": " + std::to_string(a->itemsize()) + "-byte elements for " +
+                                     ts::dtype_name(dtype));
+              ts::StoredTensor st;
+              st.shape.assign(a->shape(), a->shape() + a->ndim());
+              st.dtype = dtype;
+              st.spans = {{0, static_cast<int64_t>(a->size()), static_cast<const unsigned char*>(a->data())}};
+              st.owner = owner;
+              return st;
+            };
+            ds.push_back(std::move(d));
+          }
+          py::gil_scoped_release nogil;
+          ts::append_datasets(path, ds, compress);
+        },
+        py::arg("path"), py::arg("writes"), py::arg("compress") = false,
+        "ts::append_datasets of values as stored: writes = [(dataset path, make, dtype name, "
+        "attributes as JSON text)], make() returning the C-contiguous numpy array as the file stores "
+        "it (bfloat16 as uint16 bits), called when that dataset is written. Outputs go to their side "
+        "files, each call's all or none, under the fixture's writers' lock; InputError as the CLI's");
+  m.def("output_attrs_json",
+        [](const std::string& backend, const std::string& params_json, std::optional<double> wall_ms,
+           const std::string& more_json) {
+          return ts::output_attrs(backend, params_json, wall_ms, nlohmann::json::parse(more_json)).dump();
+        },
+        py::arg("backend"), py::arg("params_json"), py::arg("wall_ms"), py::arg("more_json") = "{}",
+        "the attributes every /outputs dataset carries (ts::output_attrs), as JSON text");
   m.def("has_dataset", &ts::has_dataset);
   m.def("list_group", &ts::list_group);
   m.def("metrics_json",

@@ -17,15 +17,18 @@ import json
 import os
 import shutil
 import sys
+import threading
 
 import h5py
 import numpy as np
 
-from . import layouts, storage, tables
+from . import _native, layouts, storage, tables
+from .phases import phase
 from .schema import (CLOCKS, INT_KEYS, SCHEMA, VERSION, CaptureError, FixtureExists, NonFiniteInput,
                      full_config, stage_shape, tokens)
 
 _counter = itertools.count()
+_IN_PROCESS_WRITER = threading.Lock()
 
 DIGEST_SCHEME = tables.DIGEST_SCHEME
 _LEAF = tables.DIGEST_LEAF_BYTES
@@ -229,7 +232,8 @@ def _chunked(a, compress):
 
 def _write(f, path, x, compress=False, bf16_bits=False, attrs=None, stored=None, inputs=None):
     a, name = stored if stored is not None else storage.to_storage(x, bf16_bits)
-    ds = f.create_dataset(path, data=a, **_chunked(a, compress))
+    with phase(f"write {path}"):
+        ds = f.create_dataset(path, data=a, **_chunked(a, compress))
     if name == "bfloat16":
         ds.attrs["dtype"] = "bfloat16"
     for key, value in (attrs or {}).items():
@@ -237,7 +241,8 @@ def _write(f, path, x, compress=False, bf16_bits=False, attrs=None, stored=None,
     # Every input and output carries its content digest; an output also the identity of the
     # inputs it was computed from (docs/fixture-format.md "Digests and identity").
     if _is_input(path) or path.startswith("/outputs/"):
-        ds.attrs["digest"] = tree_digest(a)
+        with phase(f"digest of {path}"):
+            ds.attrs["digest"] = tree_digest(a)
     if path.startswith("/outputs/") and inputs:
         ds.attrs[INPUTS_ATTR] = inputs
     return ds
@@ -476,6 +481,9 @@ def add_outputs(fixture, entries, *, compress=False):
                          e.get("timing_attrs") or {}))
     if not os.path.isfile(fixture):
         raise CaptureError(f"{fixture}: no such fixture file")
+    core = _native.core()
+    if core is not None:
+        return _add_outputs_in_cpp(core, fixture, prepared, compress)
     with writer_lock(fixture):
         try:
             with h5py.File(fixture, "r") as src:
@@ -497,7 +505,8 @@ def add_outputs(fixture, entries, *, compress=False):
                 tmp = stack.enter_context(_temp_beside(os.path.join(outputs_folder(fixture), name + ".h5")))
                 # Converted as written: one output's host copy at a time (a device output's
                 # staging memory goes back for the next).
-                stored = storage.cast_like(out, store_as)
+                with phase("host copy"):
+                    stored = storage.cast_like(out, store_as)
                 with h5py.File(tmp, "w-") as dst:
                     dst.attrs["schema"] = OUTPUT_SCHEMA
                     dst.attrs["output"] = name
@@ -513,6 +522,50 @@ def add_outputs(fixture, entries, *, compress=False):
             with _temp_beside(fixture) as tmp:
                 with h5py.File(fixture, "r") as src, h5py.File(tmp, "w-") as dst:
                     _copy_except(src, dst, skip)
+
+
+def _add_outputs_in_cpp(core, fixture, prepared, compress):
+    """add_outputs through touchstone's own writer (fixtures/fixture.hpp append_datasets): its
+    writers' lock, side files, all or none, digests and the inputs' identity, each 4 MiB leaf
+    hashed and written on every core; each output's host copy is made when it is written.
+    One call at a time per process: the C++ side reads untrusted files in a forked child, which
+    would inherit libhdf5's lock from another thread inside h5py here and stall."""
+    with _IN_PROCESS_WRITER:
+        _add_outputs_in_cpp_locked(core, fixture, prepared, compress)
+
+
+def _add_outputs_in_cpp_locked(core, fixture, prepared, compress):
+    try:
+        with h5py.File(fixture, "r") as src:
+            shape, kind = _fixture_geometry(src, fixture)
+    except OSError as e:
+        raise CaptureError(f"{fixture}: /: not readable as HDF5 ({e})")
+    store_as = kind if kind in tables.FLOAT_DTYPES else "float32"
+    writes = []
+    for name, out, t, clock, params, inter, tattrs in prepared:
+        _shape_check(f"{fixture}: /outputs/{name}/attention", out, shape)
+        attrs = json.loads(core.output_attrs_json(name, params, None if t is None else float(np.median(t)),
+                                                  json.dumps({"touchstone_version": VERSION})))
+        writes.append((f"/outputs/{name}/attention",
+                       lambda out=out: storage.cast_like(out, store_as)[0], store_as, json.dumps(attrs)))
+        for key, item in (inter or {}).items():
+            arr, tag = item if isinstance(item, tuple) else (item, None)
+            a, dtype = storage.to_storage(arr, tag == "bfloat16")
+            ia = {k: v for k, v in attrs.items() if k != "wall_ms"}
+            if key.endswith(("_int8", "_fp8")):
+                ia["scale"] = f"/outputs/{name}/intermediates/{key.rsplit('_', 1)[0]}_scale"
+                ia["codes"] = "int8" if key.endswith("_int8") else "float8_e4m3fn"
+            if tag and tag != "bfloat16":
+                ia["dtype"] = tag
+            writes.append((f"/outputs/{name}/intermediates/{key}", lambda a=a: a, dtype, json.dumps(ia)))
+        if t is not None:
+            ta = {"clock": clock}
+            ta.update({k: int(v) if isinstance(v, (int, np.integer)) else v for k, v in tattrs.items()})
+            writes.append((f"/timings/{name}", lambda t=t: t, "float64", json.dumps(ta)))
+    try:
+        core.append_datasets(fixture, writes, compress)
+    except ValueError as e:  # the C++ side's InputError, one line naming file and dataset
+        raise CaptureError(str(e)) from None
 
 
 def _write_one(dst, name, stored, t, clock, params, intermediates, timing_attrs, compress, inputs):

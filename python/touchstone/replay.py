@@ -14,7 +14,8 @@ import uuid
 import h5py
 import numpy as np
 
-from . import layouts, sage, storage, tables, terminal
+from . import layouts, sage, storage, tables, terminal, transfer
+from .phases import phase
 from .fixture_io import _fixture_geometry, add_outputs
 from .schema import CaptureError
 
@@ -29,6 +30,16 @@ def load_qkv(path, torch):
         _fixture_geometry(f, path)
         scale = float(f["config"].attrs.get("softmax_scale", f["attention/q"].shape[2] ** -0.5))
         return tuple(storage.to_torch(f["attention/" + n], torch) for n in "qkv") + (scale,)
+
+
+def _on_device(qkv, dev, torch, first):
+    """One copy of the inputs on the replay device, in memory of its own (rotated copies never
+    share): a device tensor is a fresh one. On the CPU the first copy is the loaded tensors
+    themselves, which map the file copy-on-write (a kernel writing into its inputs changes only
+    its private pages): at block24 cloning them cost 5.7 s of 2 cores' time before any call."""
+    if dev == "cuda":
+        return tuple(transfer.to_device(t, torch) for t in qkv)
+    return tuple(qkv) if first else tuple(t.clone() for t in qkv)
 
 
 def pick_device(device, torch):
@@ -117,7 +128,8 @@ def replay(fixture, kernel, *, name=None, device="auto", reps=tables.REPLAY_TIMI
     warm-up round is left out of the timing run (result "skipped": {name: error}) instead of
     failing the whole run; one failing later still fails it."""
     if torch is None:
-        import torch
+        with phase("import torch"):
+            import torch
     several = isinstance(kernel, (list, tuple))
     ks = list(kernel) if several else [kernel]
     if not ks:
@@ -130,24 +142,26 @@ def replay(fixture, kernel, *, name=None, device="auto", reps=tables.REPLAY_TIMI
         raise CaptureError("--reps and --rotate must be >= 1, --warmup >= 0")
     if skip_failing and warmup < 1:
         raise CaptureError("--skip-failing needs --warmup >= 1 (a kernel is tried in warm-up)")
-    dev = pick_device(device, torch)
-    q, k, v, scale = load_qkv(fixture, torch)
+    with phase("device"):
+        dev = pick_device(device, torch)
+    with phase("load q k v"):
+        q, k, v, scale = load_qkv(fixture, torch)
     ctx = {"fixture": fixture, "device": dev}
     skipped = {}
     fns = []
-    for kern in ks:
-        try:
-            fns.append(kern.make(torch, ctx))
-        except (CaptureError, ImportError, RuntimeError) as e:
-            if not skip_failing:
-                raise
-            fns.append(None)
-            skipped[kern.name] = f"{type(e).__name__}: {e}"
-    base = []
-    for _ in range(rotate):
-        base.append(tuple(t.to(dev).clone() for t in (q, k, v)))
-    copies = {lay: [tuple(layouts.from_shd(t, lay) for t in c) + (scale,) for c in base]
-              for lay in {kern.layout for kern in ks}}
+    with phase("kernels built"):
+        for kern in ks:
+            try:
+                fns.append(kern.make(torch, ctx))
+            except (CaptureError, ImportError, RuntimeError) as e:
+                if not skip_failing:
+                    raise
+                fns.append(None)
+                skipped[kern.name] = f"{type(e).__name__}: {e}"
+    with phase("inputs on the device"):
+        base = [_on_device((q, k, v), dev, torch, c == 0) for c in range(rotate)]
+        copies = {lay: [tuple(layouts.from_shd(t, lay) for t in c) + (scale,) for c in base]
+                  for lay in {kern.layout for kern in ks}}
 
     def guarded(kern, fn):
         def call(*args):
@@ -181,19 +195,22 @@ def replay(fixture, kernel, *, name=None, device="auto", reps=tables.REPLAY_TIMI
     calls = [guarded(kern, fn) for kern, fn in zip(ks, fns)]
     inputs = [[copies[kern.layout][c] for kern in ks] for c in range(rotate)]
     try:
-        for kern, fn in zip(ks, fns):  # what a kernel builds from its inputs once (a block mask)
-            prep = getattr(fn, "touchstone_prepare", None)
-            if prep is not None:
-                guarded(kern, prep)(copies[kern.layout][0][0])
-        ms, clock = time_rounds(calls, inputs, reps, warmup, dev, torch)
-        outs, infos = [], []
-        for kern, call, fn in zip(ks, calls, fns):
-            args = copies[kern.layout][0]
-            outs.append(call(*args))
-            info = getattr(fn, "touchstone_info", None)
-            infos.append(guarded(kern, info)(*args) if info is not None else {})
-        if dev == "cuda":
-            torch.cuda.synchronize()
+        with phase("prepare"):
+            for kern, fn in zip(ks, fns):  # what a kernel builds from its inputs once (a block mask)
+                prep = getattr(fn, "touchstone_prepare", None)
+                if prep is not None:
+                    guarded(kern, prep)(copies[kern.layout][0][0])
+        with phase(f"warm-up and timed rounds ({warmup} + {reps})"):
+            ms, clock = time_rounds(calls, inputs, reps, warmup, dev, torch)
+        with phase("the stored call"):
+            outs, infos = [], []
+            for kern, call, fn in zip(ks, calls, fns):
+                args = copies[kern.layout][0]
+                outs.append(call(*args))
+                info = getattr(fn, "touchstone_info", None)
+                infos.append(guarded(kern, info)(*args) if info is not None else {})
+            if dev == "cuda":
+                torch.cuda.synchronize()
     except RuntimeError as e:  # a device error surfaces at the next synchronisation
         raise CaptureError(f"a kernel of {', '.join(names)} failed on the device: {e}") from e
     device_name = torch.cuda.get_device_name() if dev == "cuda" else "cpu"
@@ -230,7 +247,8 @@ def replay(fixture, kernel, *, name=None, device="auto", reps=tables.REPLAY_TIMI
                         "output": f"/outputs/{names[j]}/attention",
                         "timings": f"/timings/{names[j]}", "intermediates": sorted(dumped),
                         "info": info})
-    add_outputs(fixture, entries, compress=compress)
+    with phase("write outputs"):
+        add_outputs(fixture, entries, compress=compress)
     if not several:
         return results[0]
     return {"fixture": fixture, "timing_run": run_id, "device": device_name, "clock": clock,

@@ -107,6 +107,35 @@ def test_capture_replay_gate_on_the_cpu(ts, tmp_path):
     assert {r["id"]: r for r in bad["rules"]}["sage_like"]["status"] == "fail"
 
 
+def test_a_kernel_writing_into_its_inputs_changes_neither_the_fixture_nor_later_calls(ts, tmp_path):
+    # On the CPU the first input copy maps the fixture file copy-on-write (no 1.6 GB clone at
+    # block24): what a kernel writes there stays private to the process.
+    path = str(tmp_path / "att.h5")
+    _capture(path)
+    assert cli.main(["replay", path, "--kernel", "user_kernels:writes_into_its_inputs", "--name",
+                     "scribbler", "--reps", "3", "--warmup", "1", "--device", "cpu"]) == 0
+    assert cli.main(["replay", path, "--kernel", "user_kernels:attention_fp32", "--name", "clean",
+                     "--reps", "1", "--warmup", "0", "--device", "cpu"]) == 0
+    assert ts("fixture", "validate", path).stdout.startswith("ok")  # every input digest holds
+    clean = tsp.read_tensor(path, "/outputs/clean/attention")
+    assert np.any(clean != 0)
+    # within one replay the scribbling holds: the stored call ran on inputs already zeroed
+    assert np.all(tsp.read_tensor(path, "/outputs/scribbler/attention") == 0)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("n", [1, 1000, (3 << 10) + 7])
+def test_staged_transfers_keep_every_byte(monkeypatch, n):
+    from touchstone import transfer
+
+    monkeypatch.setattr(transfer, "STAGE_BYTES", 1 << 10)  # many stages, a ragged last one
+    x = torch.randint(-32768, 32767, (n,), dtype=torch.int16).view(torch.bfloat16)
+    up = transfer.to_device(x, torch)
+    assert up.device.type == "cuda" and torch.equal(up.cpu().view(torch.int16), x.view(torch.int16))
+    down = transfer.to_host(up * 1, torch)
+    assert down.device.type == "cpu" and torch.equal(down.view(torch.int16), x.view(torch.int16))
+
+
 def test_sdpa_where_torch_has_it(tmp_path):
     path = str(tmp_path / "att.h5")
     _capture(path)
