@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
 #include "drivers/block_run.hpp"
@@ -50,23 +51,6 @@ struct Run {
 };
 
 }  // namespace
-
-nlohmann::json ChainCell::to_json() const {
-  auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-  return {{"block", block},
-          {"step", step},
-          {"spec", spec},
-          {"dense", dense},
-          {"in_error", in_error},
-          {"own", own},
-          {"carried", carried},
-          {"growth", opt(growth)},
-          {"vs_baseline", vs_baseline.to_json()},
-          {"vs_exact", vs_exact.to_json()},
-          {"attention_ms", attention_ms},
-          {"clock", clock},
-          {"density", opt(density)}};
-}
 
 double ChainResult::attention_ms() const {
   double t = 0;

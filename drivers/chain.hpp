@@ -15,7 +15,6 @@
 // inputs in memory at a time); schedules that agree so far share their runs.
 #include <functional>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,7 +61,6 @@ struct ChainCell {
   double attention_ms = 0;       // this cell's attention stage
   std::string clock;             // device_events (a device backend's own time) | host_steady
   std::optional<double> density;  // the backend's routed density (sol); dense: none
-  nlohmann::json to_json() const;
 };
 
 struct ChainResult {

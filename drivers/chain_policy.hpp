@@ -4,7 +4,6 @@
 // chain's final block output at the last step against the baseline stack's and
 // the exact stack's (tensor "output"), and its summed attention time paired by
 // cell with the baseline's. The verdict is the gate's, like every other.
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,8 +37,7 @@ struct ChainJudgement {
   std::optional<size_t> chosen;  // the fastest ACCEPTed schedule
   bool search = false;           // touchstone policy (exit 0 when one is chosen)
   int exit_code() const;
-  nlohmann::json to_json() const;
-};  // its terminal table and HTML page: report/chain_report.hpp
+};  // its terminal table, HTML page and JSON: report/chain_report.hpp
 
 // The schedules of `touchstone policy`: "dense if step<k; BACKEND:tau=T[,precision=P]" for
 // k = 0 .. steps - 1 and every tau, and the all-dense schedule.

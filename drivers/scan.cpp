@@ -193,36 +193,6 @@ ScanResult run_scan(const ScanOptions& o) {
   return res;
 }
 
-nlohmann::json ScanResult::to_json() const {
-  const ScanOptions& o = options;
-  nlohmann::json evals = nlohmann::json::array();
-  for (const auto& e : search.evaluations) evals.push_back(e.to_json());
-  nlohmann::json others = nlohmann::json::array();
-  for (const auto& [a, b] : search.other_departures) others.push_back({a, b});
-  return {{"schema", "touchstone.scan/1"},
-          {"candidate", o.candidate.empty() ? nlohmann::json() : nlohmann::json(o.candidate)},
-          {"worker", o.worker.empty() ? nlohmann::json() : nlohmann::json(o.worker)},
-          {"candidate_name", candidate_name},
-          {"exact", o.exact},
-          {"metric", o.metric},
-          {"figure", scan_figure_name(o.metric)},
-          {"dim", scan_dim_name(o.dim)},
-          {"preset", o.preset},
-          {"fixed", {{"seq", o.seq ? nlohmann::json(*o.seq) : nlohmann::json()},
-                     {"heads", o.heads ? nlohmann::json(*o.heads) : nlohmann::json()},
-                     {"head_dim", o.head_dim ? nlohmann::json(*o.head_dim) : nlohmann::json()}}},
-          {"seed", o.seed},
-          {"search", {{"from", o.search.from}, {"to", o.search.to}, {"points", o.search.points},
-                      {"budget", o.search.budget}, {"multiple", o.search.multiple},
-                      {"resolution", o.search.resolution}, {"jump", o.search.jump},
-                      {"floor", o.search.floor}}},
-          {"slope", search.slope ? nlohmann::json(*search.slope) : nlohmann::json()},
-          {"evaluations", evals},
-          {"cliff", search.cliff ? search.cliff->to_json() : nlohmann::json()},
-          {"other_departures", others},
-          {"exit_code", exit_code()}};
-}
-
 int ScanResult::exit_code() const {
   if (search.cliff) return 1;
   for (const auto& e : search.evaluations)

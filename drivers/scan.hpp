@@ -12,7 +12,6 @@
 // language) and the exact reference, and measure the candidate against exact.
 #include <cstdint>
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,7 +50,6 @@ struct ScanEvaluation {
   double ms = 0;      // wall time of the candidate's run
   int order = 0;      // 0, 1, 2 ... in evaluation order
   bool grid = false;  // one of the first grid's points (else a bisection step)
-  nlohmann::json to_json() const;
 };
 
 struct ScanCliff {
@@ -59,7 +57,6 @@ struct ScanCliff {
   std::optional<double> figure_below, figure_above;
   bool located = false;  // within the resolution (else the budget ran out first)
   std::string text;      // one line
-  nlohmann::json to_json() const;
 };
 
 struct ScanSearchResult {
@@ -103,9 +100,8 @@ struct ScanResult {
   ScanOptions options;
   ScanSearchResult search;
   std::string candidate_name;  // the backend's name, or the worker's
-  nlohmann::json to_json() const;
   int exit_code() const;     // 0 no cliff and every run finite; 1 otherwise
-};  // its terminal table and HTML page: report/scan_report.hpp
+};  // its terminal table, HTML page and JSON: report/scan_report.hpp
 
 // What the trend is taken of, by metric: the metric itself, or "1 - cosine".
 std::string scan_figure_name(const std::string& metric);

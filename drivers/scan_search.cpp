@@ -29,22 +29,6 @@ const char* scan_dim_name(ScanDim d) {
   return "seq";
 }
 
-nlohmann::json ScanEvaluation::to_json() const {
-  nlohmann::json j{{"x", x}, {"order", order}, {"grid", grid}, {"ms", ms}};
-  j["figure"] = figure && std::isfinite(*figure) ? nlohmann::json(*figure) : nlohmann::json();
-  if (figure && !std::isfinite(*figure)) j["figure_text"] = format_number(*figure);
-  if (!error.empty()) j["error"] = error;
-  return j;
-}
-
-nlohmann::json ScanCliff::to_json() const {
-  auto f = [](const std::optional<double>& v) {
-    return v && std::isfinite(*v) ? nlohmann::json(*v) : nlohmann::json();
-  };
-  return {{"below", below}, {"above", above}, {"figure_below", f(figure_below)}, {"figure_above", f(figure_above)},
-          {"located", located}, {"text", text}};
-}
-
 std::vector<ScanEvaluation> ScanSearchResult::sorted() const {
   auto s = evaluations;
   std::stable_sort(s.begin(), s.end(), [](const ScanEvaluation& a, const ScanEvaluation& b) { return a.x < b.x; });

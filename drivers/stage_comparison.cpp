@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/block_stage_table.hpp"
@@ -247,41 +248,5 @@ StageComparison compare_stages(const std::string& fixture, const std::string& a,
 }
 
 int StageComparison::exit_code() const { return run.exit_code(); }
-
-nlohmann::json StageComparison::to_json() const {
-  nlohmann::json rows_j = nlohmann::json::array();
-  int failed = 0, judged = 0;
-  for (const auto& r : rows) {
-    nlohmann::json j = {{"stage", r.stage}, {"status", r.status()}};
-    if (!r.missing_in.empty()) j["missing"] = r.missing_in;
-    if (r.metrics) {
-      j["metrics"] = r.metrics->to_json();
-      j["dtype"] = r.dtype;
-    }
-    j["rules"] = nlohmann::json::array();
-    if (r.verdict) {
-      ++judged;
-      if (r.verdict->verdict != Verdict::accept) ++failed;
-      j["verdict"] = verdict_name(r.verdict->verdict);
-      for (const auto& o : r.verdict->outcomes) j["rules"].push_back(o.to_json());
-      j["notes"] = r.verdict->notes;
-    }
-    rows_j.push_back(j);
-  }
-  auto opt = [](const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); };
-  return {{"schema", "touchstone.stage-comparison/1"},
-          {"fixture", fixture},
-          {"a", a},
-          {"b", b},
-          {"exact", opt(exact)},
-          {"gate", run.gate.to_json()},
-          {"stages", rows_j},
-          {"compared", compared},
-          {"judged", judged},
-          {"failed", failed},
-          {"first_failing_stage", opt(first_failing)},
-          {"first_inconclusive_stage", opt(first_inconclusive)},
-          {"exit_code", exit_code()}};
-}
 
 }  // namespace ts

@@ -15,7 +15,6 @@
 // for every stage. The default gate is gates/stages-default.json (no NaN/Inf,
 // and the stage table's growth bounds). Speed rules are missing (a stage set
 // carries no timing samples). A stage no rule names is not judged ("–").
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,8 +46,7 @@ struct StageComparison {
   int compared = 0;
   std::string first_failing, first_inconclusive;
   int exit_code() const;  // 0 when every judged stage passes, 1 otherwise
-  nlohmann::json to_json() const;
-};  // its terminal table: report/stage_report.hpp
+};  // its terminal table and JSON: report/stage_report.hpp
 
 // Bad sets, gate or shapes -> InputError.
 StageComparison compare_stages(const std::string& fixture, const std::string& a, const std::string& b,

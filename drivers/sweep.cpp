@@ -268,7 +268,6 @@ SweepResult run_sweep(const std::string& fixture, const SweepOptions& o) {
     for (size_t i = 0; i < run.candidates.size(); ++i) run.candidates[i].shown = shown(cr.results[i]);
   }
 
-  nlohmann::json block_j;
   t0 = Clock::now();
   if (gate) {
     if (o.block == "off") {
@@ -281,9 +280,8 @@ SweepResult run_sweep(const std::string& fixture, const SweepOptions& o) {
       const BlockSet cand = block_set(fixture, o.block_linear, o.block_recipe, block_attention);
       const BlockSet ref = block_set(fixture, "fp64", "", computed_exact(exact_spec));
       res.block = compare_stages(fixture, cand.name, ref.name, {});
-      block_j = {{"candidate", cand.run}, {"reference", ref.run}, {"stages", res.block->to_json()}};
+      res.block_runs = {{"candidate", cand.run}, {"reference", ref.run}};
     }
-    if (!res.block_note.empty()) block_j = {{"skipped", res.block_note}};
   }
   wall["block_ms"] = sweep_ms_since(t0);
   wall["total_ms"] = sweep_ms_since(t_start);
@@ -313,7 +311,6 @@ SweepResult run_sweep(const std::string& fixture, const SweepOptions& o) {
   for (const char* k : {"S", "H", "D"}) res.json[k] = refs.value(k, nlohmann::json(nullptr));
   if (gate) {
     res.json["gate"] = res.run->to_json();
-    res.json["block"] = block_j;
     res.json["exit_code"] = res.exit_code();
   }
   return res;

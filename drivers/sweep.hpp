@@ -46,9 +46,14 @@ struct SweepOptions {
 
 struct SweepResult {
   std::string fixture;
-  nlohmann::json json;            // everything, as `sweep --json` prints it
+  // What `sweep --json` prints but its "block": that holds the stage comparison's JSON, which
+  // report/ writes (report/sweep_report.hpp sweep_json adds it).
+  nlohmann::json json;
   std::optional<GateRun> run;     // with a gate: one candidate per row
   std::optional<StageComparison> block;
+  // With the chain: {"candidate": .., "reference": ..}, the block driver's reports of its two
+  // stage sets ({"reused": true} for one the fixture held already).
+  nlohmann::json block_runs;
   std::string block_note;         // with a gate and no chain: why (one line)
   int exit_code() const;          // 0 without a gate; else 0 only when every verdict passes
 };  // its terminal table, Markdown and HTML: report/sweep_report.hpp

@@ -1,4 +1,5 @@
-// The writers of touchstone scan (drivers/scan.cpp runs the search; its JSON is ScanResult::to_json).
+// The terminal and HTML writers of touchstone scan (drivers/scan.cpp runs the search; scan_json.cpp
+// writes its JSON).
 #include "report/scan_report.hpp"
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// The writers of touchstone sweep (drivers/sweep.cpp computes the rows).
+// The writers of touchstone sweep (drivers/sweep.cpp computes the rows and the block chain).
 #include "report/sweep_report.hpp"
 
 #include <algorithm>
@@ -49,6 +49,20 @@ std::vector<std::string> preface(const SweepResult& r) {
 }
 
 }  // namespace
+
+nlohmann::json sweep_json(const SweepResult& s) {
+  nlohmann::json j = s.json;
+  if (!s.run) return j;
+  if (s.block) {
+    j["block"] = s.block_runs;
+    j["block"]["stages"] = stage_json(*s.block);
+  } else if (!s.block_note.empty()) {
+    j["block"] = {{"skipped", s.block_note}};
+  } else {
+    j["block"] = nullptr;
+  }
+  return j;
+}
 
 std::string sweep_text(const SweepResult& s) {
   std::ostringstream o;

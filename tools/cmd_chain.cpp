@@ -58,7 +58,7 @@ int run(Opts& o, bool search) {
   o.j.command = search ? "policy" : "chain";
   ts::ChainJudgement r = ts::judge_chains(set, schedules, o.c, o.j);
   r.search = search;
-  if (o.json.on()) o.json.emit(r.to_json().dump(2) + "\n");
+  if (o.json.on()) o.json.emit(ts::chain_json(r).dump(2) + "\n");
   if (o.html.on()) o.html.emit(ts::chain_html(r));
   if (!o.json.to_stdout() && !o.html.to_stdout()) std::cout << ts::chain_text(r, ts::terminal_width()) << std::flush;
   return r.exit_code();

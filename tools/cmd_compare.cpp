@@ -84,7 +84,7 @@ int run(const Opts& o) {
     so.gate = o.gate;
     so.exact = o.exact == "auto" ? "" : o.exact;
     const ts::StageComparison c = ts::compare_stages(o.fixture, output_name(o.a), output_name(o.b), so);
-    o.json.emit(c.to_json().dump(2) + "\n");
+    o.json.emit(ts::stage_json(c).dump(2) + "\n");
     o.junit.emit(ts::render_junit(c.run));
     o.markdown.emit(ts::render_markdown(c.run));
     o.html.emit(ts::render_html(c.run));

@@ -26,7 +26,7 @@ int run(Opts& o) {
   if (o.head_dim) o.s.head_dim = o.head_dim;
   ts::ScanResult r = ts::run_scan(o.s);
   if (!o.label.empty()) r.candidate_name = o.label;
-  o.json.emit(r.to_json().dump(2) + "\n");
+  o.json.emit(ts::scan_json(r).dump(2) + "\n");
   if (o.html.on()) o.html.emit(ts::scan_html(r));
   if (!o.json.to_stdout() && !o.html.to_stdout()) std::cout << ts::scan_text(r) << std::flush;
   return r.exit_code();

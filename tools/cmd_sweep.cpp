@@ -39,7 +39,7 @@ int run(const Opts& o) {
   o.record.prepare("sweep");
   const ts::SweepResult r = ts::run_sweep(o.fixture, o.s);
   if (r.run) o.record.record(*r.run);
-  o.json.emit(r.json.dump(2) + "\n");
+  o.json.emit(ts::sweep_json(r).dump(2) + "\n");
   if (o.markdown.on()) o.markdown.emit(ts::sweep_markdown(r));
   if (o.html.on()) o.html.emit(ts::sweep_html(r));
   if (to_stdout == 0) std::cout << ts::sweep_text(r) << std::flush;

@@ -280,7 +280,7 @@ TEST_CASE("policy search: the cheapest ACCEPTed schedule, the frontier fastest f
   CHECK(j.ranked.front() == *j.chosen);
   const std::string html = ts::chain_html(j);
   CHECK(html.find("<svg") != std::string::npos);
-  CHECK(j.to_json()["chosen"].is_string());
+  CHECK(ts::chain_json(j)["chosen"].is_string());
 }
 
 TEST_CASE("policy with timed attention: faster is judged on summed time and the search ranks by it") {
@@ -334,7 +334,7 @@ TEST_CASE("policy with timed attention: faster is judged on summed time and the 
   CHECK_THAT(ts::chain_text(j, 100),
              Catch::Contains("cheapest first (summed attention time of emulations, judged as the gate's time_emulations asks)"));
   CHECK_THAT(ts::chain_text(j, 100), !Catch::Contains("kernel attention time"));
-  CHECK(j.to_json()["chains"][0]["time_note"] ==
+  CHECK(ts::chain_json(j)["chains"][0]["time_note"] ==
         "emulation times, summed over cells: judged, as the gate's time_emulations asks");
 }
 

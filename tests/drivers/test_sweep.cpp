@@ -177,7 +177,7 @@ TEST_CASE("sweep driver: the block's per-stage chain, or one line saying why the
   CHECK(text.find("first stage over its bound: qkv") != std::string::npos);
   // A second run takes the stage sets the first stored.
   const ts::SweepResult again = ts::run_sweep(f, o);
-  CHECK(again.json.at("block").at("candidate").at("reused") == true);
+  CHECK(ts::sweep_json(again).at("block").at("candidate").at("reused") == true);
   CHECK(again.block->first_failing == "qkv");
 
   const std::string nb = ts::test::synth_fixture("sweep_noblock", "tiny", false);
@@ -187,7 +187,7 @@ TEST_CASE("sweep driver: the block's per-stage chain, or one line saying why the
   CHECK(ts::sweep_markdown(s).find(s.block_note) != std::string::npos);
   // The terminal text wraps it to the terminal's width.
   CHECK(ts::sweep_text(s).find(ts::wrap_for_terminal(s.block_note, ts::terminal_width())) != std::string::npos);
-  CHECK(s.json.at("block").at("skipped") == s.block_note);
+  CHECK(ts::sweep_json(s).at("block").at("skipped") == s.block_note);
 }
 
 TEST_CASE("sweep driver: bad options are bad input before any run") {
