@@ -48,6 +48,43 @@ std::string metrics_json(const ts::Tensor& a, const ts::Tensor& b, const std::st
   return j.dump();
 }
 
+// Python's writes as DatasetWrites: (dataset path, make, dtype name, attributes as JSON text),
+// make() returning the C-contiguous numpy array as the file stores it. make is called when the
+// dataset is written, holding the GIL for the call and for letting the array go, so the writer
+// runs without it in between and several outputs' host copies never coexist.
+std::vector<ts::DatasetWrite> stored_writes(const py::list& writes) {
+  std::vector<ts::DatasetWrite> ds;
+  for (const py::handle& w : writes) {
+    const auto t = w.cast<py::tuple>();
+    if (t.size() != 4) throw ts::InputError("a write is (path, make, dtype, attrs_json)");
+    ts::DatasetWrite d;
+    d.path = t[0].cast<std::string>();
+    d.attrs = nlohmann::json::parse(t[3].cast<std::string>());
+    const ts::DType dtype = ts::dtype_from_name(t[2].cast<std::string>());
+    auto make = std::make_shared<py::object>(t[1].cast<py::object>());
+    d.stored = [make, dtype, where = d.path]() {
+      py::gil_scoped_acquire gil;
+      auto* a = new py::array(py::array::ensure((*make)(), py::array::c_style));
+      std::shared_ptr<const void> owner(a, [](const void* p) {
+        py::gil_scoped_acquire g;
+        delete static_cast<const py::array*>(p);
+      });
+      if (!a->ptr()) throw ts::InputError(where + ": the values are not an array");
+      if (static_cast<size_t>(a->itemsize()) != static_cast<size_t>(ts::dtype_bytes(dtype)))
+        throw ts::InputError(where + ": " + std::to_string(a->itemsize()) + "-byte elements for " +
+                             ts::dtype_name(dtype));
+      ts::StoredTensor st;
+      st.shape.assign(a->shape(), a->shape() + a->ndim());
+      st.dtype = dtype;
+      st.spans = {{0, static_cast<int64_t>(a->size()), static_cast<const unsigned char*>(a->data())}};
+      st.owner = owner;
+      return st;
+    };
+    ds.push_back(std::move(d));
+  }
+  return ds;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -97,37 +134,7 @@ PYBIND11_MODULE(_core, m) {
         "from its own start (reference/attention_sol.hpp sol_key_blocks)");
   m.def("append_datasets",
         [](const std::string& path, const py::list& writes, bool compress) {
-          std::vector<ts::DatasetWrite> ds;
-          for (const py::handle& w : writes) {
-            const auto t = w.cast<py::tuple>();
-            if (t.size() != 4) throw ts::InputError("append_datasets: each write is (path, make, dtype, attrs_json)");
-            ts::DatasetWrite d;
-            d.path = t[0].cast<std::string>();
-            d.attrs = nlohmann::json::parse(t[3].cast<std::string>());
-            const ts::DType dtype = ts::dtype_from_name(t[2].cast<std::string>());
-            // Called when the dataset is written: the GIL is taken for the call and for letting
-            // the array go, so the writer runs without it in between.
-            auto make = std::make_shared<py::object>(t[1].cast<py::object>());
-            d.stored = [make, dtype, where = d.path]() {
-              py::gil_scoped_acquire gil;
-              auto* a = new py::array(py::array::ensure((*make)(), py::array::c_style));
-              std::shared_ptr<const void> owner(a, [](const void* p) {
-                py::gil_scoped_acquire g;
-                delete static_cast<const py::array*>(p);
-              });
-              if (!a->ptr()) throw ts::InputError(where + ": the values are not an array");
-              if (static_cast<size_t>(a->itemsize()) != static_cast<size_t>(ts::dtype_bytes(dtype)))
-                throw ts::InputError(where + ": " + std::to_string(a->itemsize()) + "-byte elements for " +
-                                     ts::dtype_name(dtype));
-              ts::StoredTensor st;
-              st.shape.assign(a->shape(), a->shape() + a->ndim());
-              st.dtype = dtype;
-              st.spans = {{0, static_cast<int64_t>(a->size()), static_cast<const unsigned char*>(a->data())}};
-              st.owner = owner;
-              return st;
-            };
-            ds.push_back(std::move(d));
-          }
+          std::vector<ts::DatasetWrite> ds = stored_writes(writes);
           py::gil_scoped_release nogil;
           ts::append_datasets(path, ds, compress);
         },
@@ -136,6 +143,35 @@ PYBIND11_MODULE(_core, m) {
         "attributes as JSON text)], make() returning the C-contiguous numpy array as the file stores "
         "it (bfloat16 as uint16 bits), called when that dataset is written. Outputs go to their side "
         "files, each call's all or none, under the fixture's writers' lock; InputError as the CLI's");
+  m.def("write_fixture",
+        [](const std::string& path, const std::string& meta_json, const std::string& config_json,
+           const py::list& writes, bool compress, bool replace) {
+          const nlohmann::json m = nlohmann::json::parse(meta_json);
+          ts::FixtureMeta meta;
+          meta.source = m.at("source").get<std::string>();
+          meta.model = m.at("model").get<std::string>();
+          meta.block_index = m.at("block_index").get<int64_t>();
+          meta.step = m.at("step").get<int64_t>();
+          meta.seed = m.at("seed").get<int64_t>();
+          meta.resolution = {m.at("resolution").at(0).get<int64_t>(), m.at("resolution").at(1).get<int64_t>()};
+          meta.frames = m.at("frames").get<int64_t>();
+          meta.created_by = m.value("created_by", "");
+          meta.notes = m.value("notes", "");
+          const nlohmann::json extra = m.value("extra", nlohmann::json::object());
+          for (const auto& [k, v] : extra.items()) meta.extra[k] = v.is_string() ? v.get<std::string>() : v.dump();
+          const ts::BlockConfig config = ts::config_from_json(nlohmann::json::parse(config_json), "config");
+          std::vector<ts::DatasetWrite> ds = stored_writes(writes);
+          ts::WriteOptions o;
+          o.compress = compress;
+          o.replace = replace;
+          py::gil_scoped_release nogil;
+          ts::write_fixture(path, meta, config, ds, o);
+        },
+        py::arg("path"), py::arg("meta_json"), py::arg("config_json"), py::arg("writes"),
+        py::arg("compress") = false, py::arg("replace") = false,
+        "ts::write_fixture: root attributes (meta: source, model, block_index, step, seed, "
+        "resolution, frames, created_by, notes, extra), /config, and the datasets as append_datasets "
+        "takes them; checked against the schema before it is renamed into place");
   m.def("output_attrs_json",
         [](const std::string& backend, const std::string& params_json, std::optional<double> wall_ms,
            const std::string& more_json) {

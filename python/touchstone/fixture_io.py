@@ -344,6 +344,15 @@ def write_fixture(path, q, k, v, config, *, model, source="captured", block_inde
         if rel.startswith("stages/"):
             _shape_check("/block/" + rel, t, stage_shape(rel[len("stages/"):], c))
         extra[rel] = t
+    root = {"source": source, "model": str(model), "block_index": int(block_index), "step": int(step),
+            "seed": int(seed), "resolution": [int(r) for r in resolution], "frames": int(frames),
+            "created_by": VERSION}
+    if notes:
+        root["notes"] = str(notes)
+    core = _native.core()
+    if core is not None:
+        return _write_fixture_in_cpp(core, path, root, c, stored, extra, extra_attrs, compress, bf16_bits,
+                                     replace)
     with writer_lock(path), _temp_beside(path) as tmp:
         if not replace and os.path.exists(path):  # checked under the lock: one of two racers wins
             raise FixtureExists(path)
@@ -371,6 +380,34 @@ def write_fixture(path, q, k, v, config, *, model, source="captured", block_inde
         # beside outputs computed from others).
         if os.path.isdir(outputs_folder(path)):
             shutil.rmtree(outputs_folder(path))
+
+
+def _block_stored(rel, t, bf16_bits):
+    if rel == "modulation_row":
+        t = np.asarray(t.detach().cpu().numpy() if hasattr(t, "detach") else t, np.int32)
+    return storage.to_storage(t, bf16_bits)
+
+
+def _write_fixture_in_cpp(core, path, root, config, stored, extra, extra_attrs, compress, bf16_bits,
+                          replace):
+    """write_fixture through touchstone's own writer (fixtures/fixture.hpp write_fixture): the
+    same lock, temporary and rename, digests on every core, the file checked against the schema
+    before it replaces anything. Root attributes beyond the schema's are stored as text."""
+    meta = dict(root, extra={k: v if isinstance(v, str) else json.dumps(_plain(v))
+                             for k, v in (extra_attrs or {}).items()})
+    writes = [(f"/attention/{name}", lambda a=a: a, kind, "{}") for name, (a, kind) in stored.items()]
+    for rel, t in extra.items():
+        a, kind = _block_stored(rel, t, bf16_bits)
+        writes.append((f"/block/{rel}", lambda a=a: a, kind, "{}"))
+    with _IN_PROCESS_WRITER:
+        if not replace and os.path.exists(path):
+            raise FixtureExists(path)
+        try:
+            core.write_fixture(path, json.dumps(meta), json.dumps(config), writes, compress, replace)
+        except ValueError as e:  # the C++ side's InputError, one line naming file and dataset
+            if not replace and os.path.exists(path) and "already exists" in str(e):
+                raise FixtureExists(path) from None  # another process won the race
+            raise CaptureError(str(e)) from None
 
 
 def write_block_fixture(path, config, *, x, modulation, positions, weights, stages,

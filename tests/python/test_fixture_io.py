@@ -68,7 +68,8 @@ def test_bad_shape_is_refused_and_the_old_file_kept(tmp_path):
     tsp.write_fixture(path, q, k, v, CFG, model="second", replace=True)
     assert tsp.read_fixture(path).attrs["model"] == "second"
     os.mkfifo(str(tmp_path / "fifo"))
-    with pytest.raises(tsp.CaptureError, match="not a regular file"):
+    # the C++ writer names what is there (the h5py writer, without the extension, says less)
+    with pytest.raises(tsp.CaptureError, match="is a FIFO|not a regular file"):
         tsp.write_fixture(str(tmp_path / "fifo"), q, k, v, CFG, model="m", replace=True)
 
 
