@@ -92,6 +92,11 @@ PYBIND11_MODULE(_core, m) {
   py::register_exception<ts::InputError>(m, "InputError", PyExc_ValueError);
   py::register_exception<ts::InternalError>(m, "InternalError", PyExc_RuntimeError);
   m.attr("__version__") = TOUCHSTONE_VERSION;
+  // Reads run in this process, not in a forked child: a child of a multithreaded Python process
+  // inherits libhdf5's (threadsafe build's) lock from whichever thread holds it inside h5py, and
+  // stalls. The child's protection buys nothing here: the package reads the same files with h5py
+  // in this same process. The CLI, a process of its own, keeps its isolated reads.
+  ts::set_isolated_reads(false);
 
   m.def("tables_json", [] { return ts::export_tables().dump(); },
         "every table of drivers/tables.hpp as JSON text (what `touchstone tables --json` prints)");

@@ -17,7 +17,6 @@ import json
 import os
 import shutil
 import sys
-import threading
 
 import h5py
 import numpy as np
@@ -28,7 +27,6 @@ from .schema import (CLOCKS, INT_KEYS, SCHEMA, VERSION, CaptureError, FixtureExi
                      full_config, stage_shape, tokens)
 
 _counter = itertools.count()
-_IN_PROCESS_WRITER = threading.Lock()
 
 DIGEST_SCHEME = tables.DIGEST_SCHEME
 _LEAF = tables.DIGEST_LEAF_BYTES
@@ -399,15 +397,17 @@ def _write_fixture_in_cpp(core, path, root, config, stored, extra, extra_attrs, 
     for rel, t in extra.items():
         a, kind = _block_stored(rel, t, bf16_bits)
         writes.append((f"/block/{rel}", lambda a=a: a, kind, "{}"))
-    with _IN_PROCESS_WRITER:
-        if not replace and os.path.exists(path):
-            raise FixtureExists(path)
-        try:
-            core.write_fixture(path, json.dumps(meta), json.dumps(config), writes, compress, replace)
-        except ValueError as e:  # the C++ side's InputError, one line naming file and dataset
-            if not replace and os.path.exists(path) and "already exists" in str(e):
-                raise FixtureExists(path) from None  # another process won the race
-            raise CaptureError(str(e)) from None
+    for key, value in [("model", meta["model"]), ("notes", meta.get("notes", ""))] + list(meta["extra"].items()):
+        if "\0" in value:
+            raise CaptureError(f"{path}: /: attribute {key!r} holds a NUL character (HDF5 text ends there)")
+    if not replace and os.path.isfile(path):
+        raise FixtureExists(path)
+    try:
+        core.write_fixture(path, json.dumps(meta), json.dumps(config), writes, compress, replace)
+    except core.InputError as e:  # the C++ side's, one line naming file and dataset
+        if not replace and os.path.isfile(path) and "already exists" in str(e):
+            raise FixtureExists(path) from None  # another process won the race
+        raise CaptureError(str(e)) from None
 
 
 def write_block_fixture(path, config, *, x, modulation, positions, weights, stages,
@@ -565,13 +565,7 @@ def _add_outputs_in_cpp(core, fixture, prepared, compress):
     """add_outputs through touchstone's own writer (fixtures/fixture.hpp append_datasets): its
     writers' lock, side files, all or none, digests and the inputs' identity, each 4 MiB leaf
     hashed and written on every core; each output's host copy is made when it is written.
-    One call at a time per process: the C++ side reads untrusted files in a forked child, which
-    would inherit libhdf5's lock from another thread inside h5py here and stall."""
-    with _IN_PROCESS_WRITER:
-        _add_outputs_in_cpp_locked(core, fixture, prepared, compress)
-
-
-def _add_outputs_in_cpp_locked(core, fixture, prepared, compress):
+    A value that fails to convert raises as itself; the writer's own errors are CaptureErrors."""
     try:
         with h5py.File(fixture, "r") as src:
             shape, kind = _fixture_geometry(src, fixture)
@@ -597,12 +591,25 @@ def _add_outputs_in_cpp_locked(core, fixture, prepared, compress):
             writes.append((f"/outputs/{name}/intermediates/{key}", lambda a=a: a, dtype, json.dumps(ia)))
         if t is not None:
             ta = {"clock": clock}
-            ta.update({k: int(v) if isinstance(v, (int, np.integer)) else v for k, v in tattrs.items()})
-            writes.append((f"/timings/{name}", lambda t=t: t, "float64", json.dumps(ta)))
+            ta.update({k: _attr_json(f"{fixture}: /timings/{name}: attribute {k!r}", v)
+                       for k, v in tattrs.items()})
+            writes.append((f"/timings/{name}", lambda t=t: t, "float64", json.dumps(ta, allow_nan=False)))
     try:
         core.append_datasets(fixture, writes, compress)
-    except ValueError as e:  # the C++ side's InputError, one line naming file and dataset
+    except core.InputError as e:  # the C++ side's, one line naming file and dataset
         raise CaptureError(str(e)) from None
+
+
+def _attr_json(where, v):
+    """An attribute's value as JSON takes it (numpy scalars and arrays as Python numbers and
+    lists); CaptureError for what an attribute cannot hold (NaN, Inf, objects)."""
+    v = _plain(v)
+    try:
+        json.dumps(v, allow_nan=False)
+    except (TypeError, ValueError):
+        raise CaptureError(f"{where}: {v!r} is not a number, a string or a list of them "
+                           "(NaN and Inf included)") from None
+    return v
 
 
 def _write_one(dst, name, stored, t, clock, params, intermediates, timing_attrs, compress, inputs):

@@ -231,6 +231,34 @@ def test_concurrent_add_outputs_lose_nothing(tmp_path):
     assert tsp.read_fixture(path).outputs == names
 
 
+def test_add_output_beside_a_thread_reading_the_fixture_with_h5py(tmp_path, monkeypatch):
+    # A data-loader thread holding the fixture open in h5py: the C++ writer's reads must neither
+    # stall (a forked child inheriting libhdf5's lock) nor refuse the file (another close
+    # degree), and the reader must go on reading.
+    monkeypatch.setenv("TOUCHSTONE_READ_STALL_S", "5")
+    path, _ = _small(tmp_path)
+    stop, reads, errors = threading.Event(), [0], []
+
+    def reader():
+        try:
+            while not stop.is_set():
+                with h5py.File(path, "r") as f:
+                    f["attention/q"][()]
+                reads[0] += 1
+        except Exception as e:  # noqa: BLE001 — reported below
+            errors.append(repr(e))
+    t = threading.Thread(target=reader)
+    t.start()
+    try:
+        for i in range(6):
+            tsp.add_output(path, f"m{i}", torch.full((72, 2, 32), float(i)))
+    finally:
+        stop.set()
+        t.join(30)
+    assert not errors and reads[0] > 0
+    assert tsp.read_fixture(path).outputs == [f"m{i}" for i in range(6)]
+
+
 def test_from_npz_writes_an_attention_only_fixture(ts, tmp_path):
     from touchstone import cli
 
