@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import touchstone as tsp
-from touchstone import fixture_io
+from touchstone import fixture_io, tables
 from touchstone.kernels import exact_fp64
 
 CFG = {"hidden": 64, "heads": 2, "head_dim": 32, "ffn_hidden": 128, "grid_t": 2, "grid_h": 4,
@@ -344,3 +344,62 @@ def test_python_digests_are_the_ones_touchstone_verifies(ts, tmp_path):
     assert f"{path}: /attention/q: content does not match its digest" in r.stderr
     with pytest.raises(tsp.CaptureError, match="/attention/q: content does not match its digest"):
         tsp.read_fixture(path)
+
+
+_WRITE_BOTH_WAYS = r"""
+import sys, numpy as np, torch
+sys.path.insert(0, sys.argv[1])
+import test_fixture_io as t, touchstone as tsp
+q, k, v = t._qkv()
+path = sys.argv[2]
+tsp.write_fixture(path, q.to(torch.bfloat16), k.to(torch.bfloat16), v.to(torch.bfloat16), t.CFG,
+                  model="m", notes="n", extra_attrs={"captured_module": "blocks.3"})
+tsp.add_output(path, "k1", (q * 0.5).to(torch.bfloat16), timings_ms=[1.5, 1.25], clock="host_steady",
+               params={"a": 1}, timing_attrs={"timing_run": "r", "round_order": 2},
+               intermediates={"q_int8": (np.arange(72 * 64, dtype=np.int8).reshape(72, 2, 32), None),
+                              "q_scale": (np.ones((72, 2), np.float32), None)})
+from touchstone import _native
+print("extension" if _native.core() is not None else "h5py")
+"""
+
+
+def _tree(path):
+    """Every object of a fixture and of its outputs' files: attributes (value, type; creation times
+    left out) and values as bytes."""
+    out = {}
+    files = {"F": path, **{f"F.outputs/{n}.h5": f for n, f in fixture_io.output_files(path).items()}}
+    for which, f in files.items():
+        with h5py.File(f, "r") as h:
+            def visit(name, obj):
+                attrs = {k: (v.tolist() if hasattr(v, "tolist") else v, type(v).__name__)
+                         for k, v in obj.attrs.items() if k != "created_at"}
+                value = (obj.dtype.str, obj[()].tobytes()) if isinstance(obj, h5py.Dataset) else None
+                out[f"{which}:/{name}"] = (attrs, value)
+            visit("", h)
+            h.visititems(visit)
+    return out
+
+
+def test_the_writer_without_the_extension_writes_what_the_extension_writes(tmp_path):
+    # The package writes through C++ where the extension is loaded and with h5py elsewhere
+    # (TOUCHSTONE_EXTENSION=0): the same objects, attributes with their types, values and digests.
+    import subprocess
+    import sys
+
+    trees = {}
+    for mode in ("1", "0"):
+        path = str(tmp_path / f"ext{mode}.h5")
+        env = dict(os.environ, TOUCHSTONE_EXTENSION=mode, PYTHONPATH=os.pathsep.join(
+            [os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "python")]))
+        if mode == "1":
+            env.pop("TOUCHSTONE_EXTENSION")
+        r = subprocess.run([sys.executable, "-c", _WRITE_BOTH_WAYS, os.path.dirname(__file__), path],
+                           env=env, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.split()[-1] == ("extension" if mode == "1" else "h5py")
+        trees[mode] = _tree(path)
+    ext, h5 = trees["1"], trees["0"]
+    assert sorted(ext) == sorted(h5)
+    for name in ext:
+        assert ext[name] == h5[name], name
+    assert ext["F.outputs/k1.h5:/outputs/k1/attention"][0]["digest"][0].startswith(tables.DIGEST_SCHEME)
